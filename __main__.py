@@ -1,0 +1,5 @@
+"""trainjobs Pulumi program: one component per job named by the stack's config."""
+
+from components.program import run
+
+run()

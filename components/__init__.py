@@ -1,0 +1,1 @@
+"""trainjobs: distributed training jobs on Kubernetes as Pulumi infrastructure as code."""

@@ -1,0 +1,124 @@
+"""Pulumi components: each job is a ComponentResource whose children are its graph's nodes.
+
+A graph node becomes the matching pulumi-kubernetes resource, parented to the component,
+with the graph's edges as ``depends_on``. Options that only matter to Pulumi live here,
+not in the graph: await behaviour, ignore_changes, replacement order.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.chainer import build_graph
+from components.graph import Graph, GraphOptions, Manifest, Node
+from components.specs import ChainerJobPlan
+
+# pulumi-kubernetes waits for a Job to complete (10 minutes by default, then fails the
+# update) and for a StatefulSet's replicas to be ready. Training outlives both; the
+# completion watcher waits for the Job instead, and the master's init container waits
+# for the workers.
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+
+_RESOURCE_CLASSES: dict[tuple[str, str], type[pulumi.CustomResource]] = {
+    ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
+    ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
+    ("v1", "Service"): k8s.core.v1.Service,
+    ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
+    ("apps/v1", "StatefulSet"): k8s.apps.v1.StatefulSet,
+    ("batch/v1", "Job"): k8s.batch.v1.Job,
+}
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+
+
+def resource_options(node: Node, parent: pulumi.Resource, depends_on: list[pulumi.Resource]):
+    """The Pulumi options a node needs beyond its manifest."""
+    ignore_changes: list[str] = []
+    if node.kind == "StatefulSet":
+        # The completion watcher scales workers to 0 when the job ends. Without this, a
+        # later `pulumi up --refresh` would see the drift and scale idle workers back up.
+        ignore_changes.append("spec.replicas")
+    return pulumi.ResourceOptions(
+        parent=parent,
+        depends_on=depends_on,
+        ignore_changes=ignore_changes or None,
+        # A Job's pod template is immutable: a changed job is a new Job with the same name,
+        # so the old one must go first.
+        delete_before_replace=node.kind == "Job",
+    )
+
+
+def pulumi_manifest(node: Node) -> Manifest:
+    """The manifest as registered with Pulumi: the graph's, plus skipAwait where needed."""
+    manifest = dict(node.manifest)
+    if node.kind in ("Job", "StatefulSet"):
+        meta = dict(manifest["metadata"])
+        meta["annotations"] = {**meta.get("annotations", {}), **SKIP_AWAIT}
+        manifest["metadata"] = meta
+    return manifest
+
+
+class TrainingJob(pulumi.ComponentResource):
+    """A training job's resource graph as one Pulumi component."""
+
+    namespace: pulumi.Output[str]
+    master_job_name: pulumi.Output[str]
+    worker_pod_names: pulumi.Output[list[str]]
+    resources: dict[str, pulumi.CustomResource]
+
+    def __init__(
+        self,
+        type_token: str,
+        name: str,
+        graph: Graph,
+        master_job: str,
+        worker_pods: list[str],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__(type_token, name, None, opts)
+        self.resources = {}
+        for node in graph.nodes:
+            manifest = pulumi_manifest(node)
+            resource_class = _RESOURCE_CLASSES[(manifest["apiVersion"], manifest["kind"])]
+            kwargs: dict[str, Any] = {
+                _snake(key): value
+                for key, value in manifest.items()
+                if key not in ("apiVersion", "kind")
+            }
+            depends_on = [self.resources[key] for key in node.depends_on]
+            self.resources[node.key] = resource_class(
+                node.name, opts=resource_options(node, self, depends_on), **kwargs
+            )
+        self.namespace = pulumi.Output.from_input(graph.namespace)
+        self.master_job_name = pulumi.Output.from_input(master_job)
+        self.worker_pod_names = pulumi.Output.from_input(worker_pods)
+        self.register_outputs(
+            {
+                "namespace": self.namespace,
+                "master_job_name": self.master_job_name,
+                "worker_pod_names": self.worker_pod_names,
+            }
+        )
+
+
+class ChainerJob(TrainingJob):
+    """A ChainerJob (KEP-141): assets, RBAC, headless Service, worker StatefulSets, master Job."""
+
+    def __init__(
+        self,
+        name: str,
+        plan: ChainerJobPlan,
+        options: GraphOptions | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        graph = build_graph(plan, options)
+        super().__init__(
+            "trainjobs:index:ChainerJob", name, graph, plan.names.master, plan.worker_pods, opts
+        )

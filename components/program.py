@@ -1,0 +1,123 @@
+"""The Pulumi program behind `__main__.py`: stack config in, job components and exports out."""
+
+from __future__ import annotations
+
+import glob
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pulumi
+
+from components import specs
+from components.component import ChainerJob
+from components.errors import Problem, SpecError, UserError
+from components.graph import DEFAULT_KUBECTL_IMAGE, GraphOptions
+
+
+@dataclass(frozen=True)
+class StackSettings:
+    """What a job stack's `trainjobs:*` config says."""
+
+    job_files: list[Path]
+    namespace: str
+    graph_options: GraphOptions
+
+    @classmethod
+    def from_config(cls, config: pulumi.Config) -> StackSettings:
+        return cls(
+            job_files=job_files(config.get("job"), config.get("jobs")),
+            namespace=config.get("namespace") or "default",
+            graph_options=GraphOptions(
+                kubectl_image=config.get("kubectlImage") or DEFAULT_KUBECTL_IMAGE,
+                wait_timeout_seconds=_positive_int(config, "clusterWaitTimeout", 600),
+            ),
+        )
+
+
+def _positive_int(config: pulumi.Config, key: str, default: int) -> int:
+    raw = config.get(key)
+    if raw is None:
+        return default
+    if not raw.isdigit() or int(raw) == 0:
+        raise UserError(
+            f"stack config trainjobs:{key} must be a positive number of seconds (got {raw!r})"
+        )
+    return int(raw)
+
+
+def job_files(job: str | None, jobs: str | None) -> list[Path]:
+    """`trainjobs:job` names one spec file; `trainjobs:jobs` a list of files or globs."""
+    if job is not None and jobs is not None:
+        raise UserError("stack config: set trainjobs:job or trainjobs:jobs, not both")
+    if job is None and jobs is None:
+        raise UserError(
+            "stack config: set trainjobs:job to a job spec file (e.g. jobs/chainermn-mnist.yaml) "
+            "or trainjobs:jobs to a list of files or globs"
+        )
+    if job is not None:
+        patterns = [job]
+    else:
+        assert jobs is not None
+        try:
+            parsed = json.loads(jobs)
+        except json.JSONDecodeError:
+            parsed = jobs
+        patterns = parsed if isinstance(parsed, list) else [str(parsed)]
+    files: list[Path] = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        if not matches:
+            raise UserError(f"stack config trainjobs:jobs: {pattern!r} matches no files")
+        files += [Path(match) for match in matches]
+    return files
+
+
+def load_jobs(settings: StackSettings) -> list[specs.ChainerJobPlan]:
+    """Every job of the stack, validated. All problems of all files are reported at once."""
+    plans, errors = [], []
+    for path in settings.job_files:
+        try:
+            plans.append(specs.load(path, settings.namespace))
+        except SpecError as error:
+            errors.append(str(error))
+    seen: dict[tuple[str, str], Path] = {}
+    for path, plan in zip(settings.job_files, plans, strict=False):
+        key = (plan.namespace, plan.names.job)
+        if key in seen:
+            errors.append(
+                str(
+                    SpecError(
+                        str(path),
+                        [
+                            Problem(
+                                "metadata.name", f"job {key[1]!r} is also defined in {seen[key]}"
+                            )
+                        ],
+                    )
+                )
+            )
+        seen[key] = path
+    if errors:
+        raise UserError("\n".join(errors))
+    return plans
+
+
+def run() -> None:
+    """Build one component per job and export its outputs, keyed by job name."""
+    try:
+        settings = StackSettings.from_config(pulumi.Config("trainjobs"))
+        plans = load_jobs(settings)
+    except UserError as error:
+        # RunError is reported by Pulumi without a stack trace.
+        raise pulumi.RunError(str(error)) from None
+    for plan in plans:
+        job = ChainerJob(plan.names.job, plan, settings.graph_options)
+        pulumi.export(
+            plan.names.job,
+            {
+                "namespace": job.namespace,
+                "masterJobName": job.master_job_name,
+                "workerPodNames": job.worker_pod_names,
+            },
+        )
