@@ -56,10 +56,11 @@ class JobNames:
         return f"{self.job}-worker" if worker_set is None else f"{self.job}-workerset-{worker_set}"
 
 
-def check_name_limits(names: JobNames, groups: list[tuple[str, str, int]]) -> list[Problem]:
+def check_name_limits(names: JobNames, groups: list[tuple[str, str]]) -> list[Problem]:
     """Problems with the job name and every name derived from it.
 
-    ``groups`` lists (statefulset name, spec path of the group, replicas).
+    ``groups`` lists (StatefulSet name, spec path of its worker group). Pod names need no
+    check of their own: `<statefulset>-<index>` stays within 63 for any sane replica count.
     """
     job = names.job
     if not _DNS1035_LABEL.fullmatch(job):
@@ -80,8 +81,7 @@ def check_name_limits(names: JobNames, groups: list[tuple[str, str, int]]) -> li
                 f"shorten it to at most {LABEL_MAX - len('-master')} characters",
             )
         )
-    for statefulset, path, replicas in groups:
-        last_pod = f"{statefulset}-{replicas - 1}"
+    for statefulset, path in groups:
         if len(statefulset) > STATEFULSET_MAX:
             problems.append(
                 Problem(
@@ -89,14 +89,6 @@ def check_name_limits(names: JobNames, groups: list[tuple[str, str, int]]) -> li
                     f"the derived StatefulSet name {statefulset!r} is {len(statefulset)} "
                     f"characters; Kubernetes allows {STATEFULSET_MAX} (its pods carry a "
                     "controller-revision-hash label); shorten metadata.name or the worker-set name",
-                )
-            )
-        elif len(last_pod) > LABEL_MAX:
-            problems.append(
-                Problem(
-                    path,
-                    f"the derived pod name {last_pod!r} is {len(last_pod)} characters; a pod "
-                    f"hostname may have {LABEL_MAX}; shorten metadata.name or reduce replicas",
                 )
             )
     return problems

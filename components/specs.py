@@ -260,7 +260,7 @@ def _plan(
             continue
         groups.append((names.worker_statefulset(set_name), path, worker))
 
-    problems += check_name_limits(names, [(ss, path, w.replicas) for ss, path, w in groups])
+    problems += check_name_limits(names, [(ss, path) for ss, path, _ in groups])
 
     master_template, master_container = _pod_template(
         spec.master.template, "spec.master.template", problems
@@ -366,11 +366,15 @@ def _slots(
     """Explicit mpiConfig.slots wins; else the main container's GPU limit; else 1."""
     if mpi.slots is not None:
         return mpi.slots
-    try:
-        limits = main_container(template, container).get("resources", {}).get("limits", {})
-    except (StopIteration, KeyError, AttributeError, TypeError):
+    containers = template.get("spec", {}).get("containers") or []
+    index = next(
+        (i for i, c in enumerate(containers) if isinstance(c, dict) and c.get("name") == container),
+        None,
+    )
+    if index is None:  # already reported by _pod_template
         return 1
-    gpus = (limits or {}).get(GPU_RESOURCE)
+    limits = (containers[index].get("resources") or {}).get("limits") or {}
+    gpus = limits.get(GPU_RESOURCE)
     if gpus is None:
         return 1
     try:
@@ -380,7 +384,7 @@ def _slots(
     if count < 0:
         problems.append(
             Problem(
-                f"{path}.spec.containers.{container}.resources.limits.{GPU_RESOURCE}",
+                f"{path}.spec.containers[{index}].resources.limits.{GPU_RESOURCE}",
                 f"must be a whole number of GPUs (got {gpus!r})",
             )
         )
