@@ -8,8 +8,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from components import crds, specs
-from components.chainer import build_graph
+from components import crds, jobtypes
 from components.errors import SpecError
 from components.graph import DEFAULT_KUBECTL_IMAGE, GraphOptions
 from components.manifests import prepare_output_dir, write_manifests
@@ -21,12 +20,11 @@ def _validate(args: argparse.Namespace) -> int:
     failures = []
     for path in args.files:
         try:
-            plan = specs.load(path)
+            job = jobtypes.load(path)
         except SpecError as error:
             failures.append(str(error))
             continue
-        pods = 1 + len(plan.worker_pods)
-        print(f"{path}: valid {specs.KIND} {plan.names.job!r} ({pods} pod(s))")
+        print(f"{path}: valid {job.kind} {job.name!r} ({len(job.graph.nodes)} objects)")
     if failures:
         print("\n".join(failures), file=sys.stderr)
         return 2
@@ -34,10 +32,10 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace) -> int:
-    plan = specs.load(args.file, args.namespace)  # validate before touching --out
-    graph = build_graph(plan, GraphOptions(kubectl_image=args.kubectl_image))
+    options = GraphOptions(kubectl_image=args.kubectl_image)
+    job = jobtypes.load(args.file, args.namespace, options)  # validate before touching --out
     prepare_output_dir(args.out)
-    for path in write_manifests(graph.manifests(), args.out):
+    for path in write_manifests(job.graph.manifests(), args.out):
         print(path)
     return 0
 

@@ -13,9 +13,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.chainer import build_graph
-from components.graph import Graph, GraphOptions, Manifest, Node
-from components.specs import ChainerJobPlan
+from components.graph import Manifest, Node
+from components.jobtypes import JobDefinition
 
 # pulumi-kubernetes waits for a Job to complete (10 minutes by default, then fails the
 # update) and for a StatefulSet's replicas to be ready. Training outlives both; the
@@ -66,25 +65,18 @@ def pulumi_manifest(node: Node) -> Manifest:
 
 
 class TrainingJob(pulumi.ComponentResource):
-    """A training job's resource graph as one Pulumi component."""
+    """A training job's resource graph as one Pulumi component, typed
+    `trainjobs:index:<Kind>` (ChainerJob, TFJob or PyTorchJob)."""
 
     namespace: pulumi.Output[str]
     master_job_name: pulumi.Output[str]
     worker_pod_names: pulumi.Output[list[str]]
     resources: dict[str, pulumi.CustomResource]
 
-    def __init__(
-        self,
-        type_token: str,
-        name: str,
-        graph: Graph,
-        master_job: str,
-        worker_pods: list[str],
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> None:
-        super().__init__(type_token, name, None, opts)
+    def __init__(self, job: JobDefinition, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"trainjobs:index:{job.kind}", job.name, None, opts)
         self.resources = {}
-        for node in graph.nodes:
+        for node in job.graph.nodes:
             manifest = pulumi_manifest(node)
             resource_class = _RESOURCE_CLASSES[(manifest["apiVersion"], manifest["kind"])]
             kwargs: dict[str, Any] = {
@@ -96,29 +88,13 @@ class TrainingJob(pulumi.ComponentResource):
             self.resources[node.key] = resource_class(
                 node.name, opts=resource_options(node, self, depends_on), **kwargs
             )
-        self.namespace = pulumi.Output.from_input(graph.namespace)
-        self.master_job_name = pulumi.Output.from_input(master_job)
-        self.worker_pod_names = pulumi.Output.from_input(worker_pods)
+        self.namespace = pulumi.Output.from_input(job.namespace)
+        self.master_job_name = pulumi.Output.from_input(job.completion_job)
+        self.worker_pod_names = pulumi.Output.from_input(job.worker_pods)
         self.register_outputs(
             {
                 "namespace": self.namespace,
                 "master_job_name": self.master_job_name,
                 "worker_pod_names": self.worker_pod_names,
             }
-        )
-
-
-class ChainerJob(TrainingJob):
-    """A ChainerJob (KEP-141): assets, RBAC, headless Service, worker StatefulSets, master Job."""
-
-    def __init__(
-        self,
-        name: str,
-        plan: ChainerJobPlan,
-        options: GraphOptions | None = None,
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> None:
-        graph = build_graph(plan, options)
-        super().__init__(
-            "trainjobs:index:ChainerJob", name, graph, plan.names.master, plan.worker_pods, opts
         )

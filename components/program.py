@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pulumi
 
-from components import specs
-from components.component import ChainerJob
+from components import jobtypes
+from components.component import TrainingJob
 from components.errors import Problem, SpecError, UserError
 from components.graph import DEFAULT_KUBECTL_IMAGE, GraphOptions
 
@@ -73,17 +73,17 @@ def job_files(job: str | None, jobs: str | None) -> list[Path]:
     return files
 
 
-def load_jobs(settings: StackSettings) -> list[specs.ChainerJobPlan]:
+def load_jobs(settings: StackSettings) -> list[jobtypes.JobDefinition]:
     """Every job of the stack, validated. All problems of all files are reported at once."""
-    plans, errors = [], []
+    jobs, errors = [], []
     for path in settings.job_files:
         try:
-            plans.append(specs.load(path, settings.namespace))
+            jobs.append(jobtypes.load(path, settings.namespace, settings.graph_options))
         except SpecError as error:
             errors.append(str(error))
     seen: dict[tuple[str, str], Path] = {}
-    for path, plan in zip(settings.job_files, plans, strict=False):
-        key = (plan.namespace, plan.names.job)
+    for path, job in zip(settings.job_files, jobs, strict=False):
+        key = (job.namespace, job.name)
         if key in seen:
             errors.append(
                 str(
@@ -100,24 +100,25 @@ def load_jobs(settings: StackSettings) -> list[specs.ChainerJobPlan]:
         seen[key] = path
     if errors:
         raise UserError("\n".join(errors))
-    return plans
+    return jobs
 
 
 def run() -> None:
     """Build one component per job and export its outputs, keyed by job name."""
     try:
         settings = StackSettings.from_config(pulumi.Config("trainjobs"))
-        plans = load_jobs(settings)
+        jobs = load_jobs(settings)
     except UserError as error:
         # RunError is reported by Pulumi without a stack trace.
         raise pulumi.RunError(str(error)) from None
-    for plan in plans:
-        job = ChainerJob(plan.names.job, plan, settings.graph_options)
+    for job in jobs:
+        component = TrainingJob(job)
         pulumi.export(
-            plan.names.job,
+            job.name,
             {
-                "namespace": job.namespace,
-                "masterJobName": job.master_job_name,
-                "workerPodNames": job.worker_pod_names,
+                "kind": job.kind,
+                "namespace": component.namespace,
+                "masterJobName": component.master_job_name,
+                "workerPodNames": component.worker_pod_names,
             },
         )

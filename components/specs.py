@@ -224,7 +224,7 @@ def parse(document: dict[str, Any], source: str, namespace: str = "default") -> 
     try:
         job = ChainerJob.model_validate(document)
     except ValidationError as error:
-        raise SpecError(source, [_problem_from_pydantic(e) for e in error.errors()]) from None
+        raise SpecError(source, [problem_from_pydantic(e) for e in error.errors()]) from None
     problems: list[Problem] = []
     plan = _plan(job, namespace, problems)
     if problems:
@@ -262,12 +262,12 @@ def _plan(
 
     problems += check_name_limits(names, [(ss, path) for ss, path, _ in groups])
 
-    master_template, master_container = _pod_template(
+    master_template, master_container = check_pod_template(
         spec.master.template, "spec.master.template", problems
     )
     workers = []
     for statefulset, path, worker in groups:
-        template, container = _pod_template(worker.template, f"{path}.template", problems)
+        template, container = check_pod_template(worker.template, f"{path}.template", problems)
         restart = template.get("spec", {}).get("restartPolicy")
         if restart not in (None, "Always"):
             problems.append(
@@ -309,26 +309,30 @@ def _plan(
     )
 
 
-def _pod_template(
-    template: PodTemplate, path: str, problems: list[Problem]
+def check_pod_template(
+    template: PodTemplate,
+    path: str,
+    problems: list[Problem],
+    default_container: str = DEFAULT_CONTAINER_NAME,
 ) -> tuple[PodTemplate, str]:
     """Check the parts of a PodTemplate trainjobs relies on and name a lone unnamed container.
 
-    Returns a deep copy (the caller's spec is never mutated) and the main container's name.
+    Returns a deep copy (the caller's spec is never mutated) and the main container's name:
+    the one named ``default_container`` if any, else the first.
     """
     template = copy.deepcopy(template)
     pod_spec = template.get("spec")
     if not isinstance(pod_spec, dict):
         problems.append(Problem(f"{path}.spec", "a pod spec with 'containers' is required"))
-        return template, DEFAULT_CONTAINER_NAME
+        return template, default_container
     containers = pod_spec.get("containers")
     if not isinstance(containers, list) or not containers:
         problems.append(
             Problem(f"{path}.spec.containers", "at least one container with an image is required")
         )
-        return template, DEFAULT_CONTAINER_NAME
+        return template, default_container
     if len(containers) == 1 and isinstance(containers[0], dict) and not containers[0].get("name"):
-        containers[0]["name"] = DEFAULT_CONTAINER_NAME
+        containers[0]["name"] = default_container
     for index, container in enumerate(containers):
         where = f"{path}.spec.containers[{index}]"
         if not isinstance(container, dict):
@@ -351,12 +355,12 @@ def _pod_template(
                 )
             )
     names = [c.get("name") for c in containers if isinstance(c, dict)]
-    main = DEFAULT_CONTAINER_NAME if DEFAULT_CONTAINER_NAME in names else names[0] if names else ""
-    return template, main or DEFAULT_CONTAINER_NAME
+    main = default_container if default_container in names else names[0] if names else ""
+    return template, main or default_container
 
 
 def main_container(template: PodTemplate, name: str) -> dict[str, Any]:
-    """The container trainjobs wires MPI into (see :func:`_pod_template`)."""
+    """The container trainjobs wires into (see :func:`check_pod_template`)."""
     return next(c for c in template["spec"]["containers"] if c.get("name") == name)
 
 
@@ -371,7 +375,7 @@ def _slots(
         (i for i, c in enumerate(containers) if isinstance(c, dict) and c.get("name") == container),
         None,
     )
-    if index is None:  # already reported by _pod_template
+    if index is None:  # already reported by check_pod_template
         return 1
     limits = (containers[index].get("resources") or {}).get("limits") or {}
     gpus = limits.get(GPU_RESOURCE)
@@ -405,7 +409,7 @@ _PYDANTIC_MESSAGES = {
 }
 
 
-def _problem_from_pydantic(error: Any) -> Problem:
+def problem_from_pydantic(error: Any) -> Problem:
     path = _dotted(error["loc"])
     kind = error["type"]
     got = error.get("input")

@@ -175,7 +175,7 @@ CASES: list[tuple[str, Mutation, str]] = [
     (
         "wrong-kind",
         lambda j: j.update(kind="MPIJob"),
-        "kind: must be 'ChainerJob' (got 'MPIJob')",
+        "kind: must be one of ChainerJob, TFJob, PyTorchJob (got 'MPIJob')",
     ),
     (
         "missing-name",

@@ -120,6 +120,7 @@ def test_role_rules_registered_with_pulumi_are_exact(distributed):
 def test_stack_exports_each_jobs_outputs(distributed):
     assert distributed.outputs == {
         "chainermn-mnist": {
+            "kind": "ChainerJob",
             "masterJobName": "chainermn-mnist-master",
             "namespace": "default",
             "workerPodNames": ["chainermn-mnist-worker-0", "chainermn-mnist-worker-1"],

@@ -1,0 +1,253 @@
+"""TFJob: the TFJob design doc's `v1alpha1` shape and Kubeflow's `v1` shape, on the shared
+replica graph (see :mod:`components.replicas`).
+
+Every process gets TF_CONFIG exactly as Kubeflow sets it::
+
+    {"cluster": {"<type>": ["<job>-<type>-<i>.<job>.<ns>.svc:<port>", ...]},
+     "task": {"type": "<type>", "index": <i>}, "environment": "cloud"}
+
+with lowercase types. Evaluators get a task but are not part of the training cluster (as in
+Kubeflow: TensorFlow rejects a cluster that lists them). Single-replica jobs get no TF_CONFIG.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from components.errors import Problem, SpecError
+from components.replicas import (
+    ReplicaGroup,
+    ReplicaJobPlan,
+    ReplicaSpecV1,
+    RunPolicy,
+    check_names,
+    group,
+    index_check_script,
+    require_commands,
+)
+from components.specs import ObjectMeta, OwnModel, PodTemplate, problem_from_pydantic
+
+KIND = "TFJob"
+DEFAULT_PORT = 2222
+PORT_NAME = "tfjob-port"
+DEFAULT_CONTAINER = "tensorflow"
+# v1 map keys and v1alpha1 enum values -> the lowercase type TF_CONFIG uses.
+V1_TYPES = {
+    "Chief": "chief",
+    "Master": "master",
+    "PS": "ps",
+    "Worker": "worker",
+    "Evaluator": "evaluator",
+}
+V1ALPHA1_TYPES = {"MASTER": "master", "WORKER": "worker", "PS": "ps", "EVALUATOR": "evaluator"}
+CLUSTER_ORDER = ("chief", "master", "ps", "worker")
+
+
+class TFReplicaSpecV1Alpha1(OwnModel):
+    """One entry of the design doc's `replicaSpecs` list."""
+
+    replicas: int = Field(default=1, gt=0, description="Number of pods. Default: 1.")
+    tf_replica_type: str = Field(
+        default="MASTER", description="MASTER, WORKER, PS or EVALUATOR. Default: MASTER."
+    )
+    tf_port: int = Field(default=DEFAULT_PORT, ge=1, le=65535, description="Default: 2222.")
+    template: PodTemplate = Field(description="A Kubernetes PodTemplateSpec, passed through.")
+
+    @field_validator("tf_replica_type")
+    @classmethod
+    def _known_type(cls, value: str) -> str:
+        if value not in V1ALPHA1_TYPES:
+            raise ValueError(
+                f"unknown replica type {value!r}; use one of {', '.join(V1ALPHA1_TYPES)}"
+            )
+        return value
+
+
+class TFJobSpecV1Alpha1(OwnModel):
+    replica_specs: list[TFReplicaSpecV1Alpha1] = Field(min_length=1)
+
+
+class TFJobSpecV1(OwnModel):
+    tf_replica_specs: dict[str, ReplicaSpecV1] = Field(min_length=1)
+    run_policy: RunPolicy = Field(default_factory=RunPolicy)
+
+    @field_validator("tf_replica_specs")
+    @classmethod
+    def _known_types(cls, value: dict[str, ReplicaSpecV1]) -> dict[str, ReplicaSpecV1]:
+        unknown = [key for key in value if key not in V1_TYPES]
+        if unknown:
+            raise ValueError(
+                f"unknown replica type {unknown[0]!r}; use one of {', '.join(V1_TYPES)}"
+            )
+        return value
+
+
+class TFJobV1Alpha1(OwnModel):
+    api_version: Literal["kubeflow.org/v1alpha1"] = Field(alias="apiVersion")
+    kind: Literal["TFJob"]
+    metadata: ObjectMeta
+    spec: TFJobSpecV1Alpha1
+
+
+class TFJobV1(OwnModel):
+    api_version: Literal["kubeflow.org/v1"] = Field(alias="apiVersion")
+    kind: Literal["TFJob"]
+    metadata: ObjectMeta
+    spec: TFJobSpecV1
+
+
+MODELS: dict[str, type[BaseModel]] = {
+    "kubeflow.org/v1alpha1": TFJobV1Alpha1,
+    "kubeflow.org/v1": TFJobV1,
+}
+
+
+def parse(document: dict[str, Any], source: str, namespace: str = "default") -> ReplicaJobPlan:
+    model = MODELS.get(document.get("apiVersion", ""))
+    if model is None:
+        raise SpecError(
+            source,
+            [
+                Problem(
+                    "apiVersion",
+                    f"must be one of {', '.join(MODELS)} for a TFJob "
+                    f"(got {document.get('apiVersion')!r})",
+                )
+            ],
+        )
+    try:
+        job = model.model_validate(document)
+    except ValidationError as error:
+        raise SpecError(source, [problem_from_pydantic(e) for e in error.errors()]) from None
+    problems: list[Problem] = []
+    name = job.metadata.name
+    groups: list[ReplicaGroup] = []
+    backoff_limit = deadline = None
+    port = DEFAULT_PORT
+    if isinstance(job, TFJobV1):
+        for key, replica in job.spec.tf_replica_specs.items():
+            groups.append(
+                group(
+                    name,
+                    V1_TYPES[key],
+                    replica.replicas,
+                    replica.template,
+                    f"spec.tfReplicaSpecs.{key}",
+                    DEFAULT_CONTAINER,
+                    problems,
+                )
+            )
+        backoff_limit = job.spec.run_policy.backoff_limit
+        deadline = job.spec.run_policy.active_deadline_seconds
+    else:
+        seen: dict[str, int] = {}
+        for index, replica in enumerate(job.spec.replica_specs):
+            path = f"spec.replicaSpecs[{index}]"
+            if replica.tf_replica_type in seen:
+                problems.append(
+                    Problem(
+                        f"{path}.tfReplicaType",
+                        f"{replica.tf_replica_type} is already "
+                        f"defined by spec.replicaSpecs[{seen[replica.tf_replica_type]}]; "
+                        "merge them into one entry",
+                    )
+                )
+                continue
+            seen[replica.tf_replica_type] = index
+            groups.append(
+                group(
+                    name,
+                    V1ALPHA1_TYPES[replica.tf_replica_type],
+                    replica.replicas,
+                    replica.template,
+                    path,
+                    DEFAULT_CONTAINER,
+                    problems,
+                )
+            )
+        ports = {replica.tf_port for replica in job.spec.replica_specs}
+        if len(ports) > 1:
+            problems.append(
+                Problem(
+                    "spec.replicaSpecs",
+                    f"every replica must use the same tfPort (got {sorted(ports)})",
+                )
+            )
+        port = min(ports)
+    chiefs = [g for g in groups if g.type in ("chief", "master")]
+    if len(chiefs) > 1:
+        problems.append(
+            Problem(
+                chiefs[1].source_path,
+                f"a TFJob has at most one chief; {chiefs[0].source_path} "
+                "is already the chief: remove one",
+            )
+        )
+    for chief in chiefs:
+        if chief.replicas != 1:
+            problems.append(
+                Problem(
+                    f"{chief.source_path}.replicas",
+                    f"must be 1 for the {chief.type} (got {chief.replicas})",
+                )
+            )
+    if not any(g.type in ("chief", "master", "worker") for g in groups):
+        problems.append(
+            Problem(
+                "spec",
+                "a TFJob needs a chief/master or workers: parameter servers and "
+                "evaluators alone never finish",
+            )
+        )
+    distributed = sum(g.replicas for g in groups) > 1
+    if distributed:
+        require_commands(groups, problems, "TF_CONFIG")
+    problems += check_names(name, groups, [])
+    if problems:
+        raise SpecError(source, problems)
+    namespace = job.metadata.namespace or namespace
+    return ReplicaJobPlan(
+        kind=KIND,
+        job=name,
+        namespace=namespace,
+        labels=dict(job.metadata.labels),
+        groups=groups,
+        port=port,
+        port_name=PORT_NAME,
+        backoff_limit=backoff_limit,
+        active_deadline_seconds=deadline,
+        bootstrap=bootstrap(cluster_spec(name, namespace, groups, port)) if distributed else None,
+    )
+
+
+def cluster_spec(
+    job: str, namespace: str, groups: list[ReplicaGroup], port: int
+) -> dict[str, list[str]]:
+    """TF_CONFIG's `cluster`: every training replica's address, by lowercase type."""
+    by_type = {g.type: g for g in groups}
+    return {
+        kind: [f"{host}.{job}.{namespace}.svc:{port}" for host in by_type[kind].hostnames]
+        for kind in CLUSTER_ORDER
+        if kind in by_type
+    }
+
+
+def bootstrap(cluster: dict[str, list[str]]) -> str:
+    """Sets TF_CONFIG from the pod's replica type and index, then runs the command."""
+    cluster_json = json.dumps(cluster, separators=(",", ":"))
+    return (
+        "#!/bin/sh\n"
+        "# TF_CONFIG for this replica (Kubeflow format), then the training command.\n"
+        "set -eu\n"
+        + index_check_script()
+        + 'type="${TRAINJOBS_REPLICA_TYPE:?set by trainjobs}"\n'
+        + f"cluster={shlex.quote(cluster_json)}\n"
+        + 'TF_CONFIG=$(printf \'{"cluster":%s,"task":{"type":"%s","index":%s},'
+        '"environment":"cloud"}\' "$cluster" "$type" "$index")\n'
+        + "export TF_CONFIG\n"
+        + 'exec "$@"\n'
+    )
