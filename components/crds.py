@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from components import specs
+from components import pytorch, specs, tensorflow
 from components.manifests import dump_yaml
 
 GENERATED_HEADER = "# Generated from components/specs.py by `make crds`; do not edit.\n"
@@ -23,14 +23,26 @@ GENERATED_HEADER = "# Generated from components/specs.py by `make crds`; do not 
 
 @dataclass(frozen=True)
 class CrdSource:
-    model: type[BaseModel]
-    group: str
-    version: str
     kind: str
     plural: str
+    versions: dict[str, type[BaseModel]]
+    """Version name -> model; the last one is the storage version."""
+    group: str = "kubeflow.org"
 
 
-SOURCES = [CrdSource(specs.ChainerJob, "kubeflow.org", "v1alpha1", "ChainerJob", "chainerjobs")]
+# Several versions of one kind are served side by side with no conversion webhook: the CRDs
+# exist for schema validation (editors, `kubectl apply --dry-run=server`), not to store jobs.
+SOURCES = [
+    CrdSource("ChainerJob", "chainerjobs", {"v1alpha1": specs.ChainerJob}),
+    CrdSource(
+        "TFJob", "tfjobs", dict(zip(("v1alpha1", "v1"), tensorflow.MODELS.values(), strict=True))
+    ),
+    CrdSource(
+        "PyTorchJob",
+        "pytorchjobs",
+        dict(zip(("v1alpha1", "v1"), pytorch.MODELS.values(), strict=True)),
+    ),
+]
 
 
 def structural_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -69,14 +81,25 @@ def _structural(node: dict[str, Any], definitions: dict[str, Any]) -> dict[str, 
                 out["required"] = list(node["required"])
         elif isinstance(node.get("additionalProperties"), dict) and node["additionalProperties"]:
             out["additionalProperties"] = _structural(node["additionalProperties"], definitions)
+            if "minProperties" in node:
+                out["minProperties"] = node["minProperties"]
         else:  # a pass-through Kubernetes object (PodTemplateSpec, labels...)
             out["x-kubernetes-preserve-unknown-fields"] = True
+    elif kind == "array":
+        out["type"] = "array"
+        out["items"] = _structural(node["items"], definitions)
+        if "minItems" in node:
+            out["minItems"] = node["minItems"]
+    elif "const" in node:  # Literal["x"]
+        out["type"] = "string"
+        out["enum"] = [node["const"]]
     elif kind in ("integer", "string", "boolean", "number"):
         out["type"] = kind
         if "exclusiveMinimum" in node:  # OpenAPI v3.0 has no numeric exclusiveMinimum
             out["minimum"] = node["exclusiveMinimum"] + 1
-        if "minimum" in node:
-            out["minimum"] = node["minimum"]
+        for bound in ("minimum", "maximum"):
+            if bound in node:
+                out[bound] = node[bound]
     else:
         raise ValueError(f"no structural schema for {node}")
     if "default" in node and node["default"] is not None and kind != "object":
@@ -100,12 +123,13 @@ def crd(source: CrdSource) -> dict[str, Any]:
             "scope": "Namespaced",
             "versions": [
                 {
-                    "name": source.version,
+                    "name": version,
                     "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": structural_schema(source.model)},
+                    "storage": version == list(source.versions)[-1],
+                    "schema": {"openAPIV3Schema": structural_schema(model)},
                     "subresources": {"status": {}},
                 }
+                for version, model in source.versions.items()
             ],
         },
     }

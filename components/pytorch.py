@@ -132,7 +132,7 @@ def parse(document: dict[str, Any], source: str, namespace: str = "default") -> 
             )
         backoff_limit = job.spec.run_policy.backoff_limit
         deadline = job.spec.run_policy.active_deadline_seconds
-        master_path = "spec.pytorchReplicaSpecs.Master"
+        master_path = "spec.pytorchReplicaSpecs.Master"  # the missing key
     else:
         port = job.spec.master_port
         seen: dict[str, int] = {}

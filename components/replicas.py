@@ -168,15 +168,24 @@ def check_names(job: str, groups: list[ReplicaGroup], extra_names: list[str]) ->
         ]
     problems = []
     for replica_group in groups:
-        longest = replica_group.hostnames[-1]
+        kind = "StatefulSet" if replica_group.long_running else "Job"
         limit = STATEFULSET_MAX if replica_group.long_running else LABEL_MAX
-        if len(replica_group.workload) > limit or len(longest) > LABEL_MAX:
+        longest = replica_group.hostnames[-1]
+        if len(replica_group.workload) > limit:
             problems.append(
                 Problem(
                     replica_group.source_path,
-                    f"the derived pod hostname {longest!r} is {len(longest)} characters "
-                    f"(limit {LABEL_MAX}, and {limit} for the workload name "
-                    f"{replica_group.workload!r}); shorten metadata.name",
+                    f"the derived {kind} name {replica_group.workload!r} is "
+                    f"{len(replica_group.workload)} characters; Kubernetes allows {limit}; "
+                    "shorten metadata.name",
+                )
+            )
+        elif len(longest) > LABEL_MAX:
+            problems.append(
+                Problem(
+                    replica_group.source_path,
+                    f"the derived pod hostname {longest!r} is {len(longest)} characters; "
+                    f"Kubernetes allows {LABEL_MAX}; shorten metadata.name or reduce replicas",
                 )
             )
     for name in extra_names:

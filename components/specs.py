@@ -419,6 +419,8 @@ def problem_from_pydantic(error: Any) -> Problem:
         message = f"must be greater than {error['ctx']['gt']} (got {got!r})"
     elif kind == "greater_than_equal":
         message = f"must be at least {error['ctx']['ge']} (got {got!r})"
+    elif kind == "less_than_equal":
+        message = f"must be at most {error['ctx']['le']} (got {got!r})"
     elif kind == "extra_forbidden":
         message = f"unknown field {str(error['loc'][-1])!r}; check the spelling (see crds/)"
     elif kind in _PYDANTIC_MESSAGES:

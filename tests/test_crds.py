@@ -15,7 +15,20 @@ def test_checked_in_crds_match_the_models():
 def test_crds_command_writes_the_generated_files(tmp_path, capsys):
     assert main(["crds", "--out", str(tmp_path)]) == 0
     assert {p.name: p.read_text() for p in tmp_path.iterdir()} == crds.rendered()
-    assert capsys.readouterr().out == f"{tmp_path}/chainerjobs.kubeflow.org.yaml\n"
+    assert capsys.readouterr().out.splitlines() == [
+        f"{tmp_path}/chainerjobs.kubeflow.org.yaml",
+        f"{tmp_path}/tfjobs.kubeflow.org.yaml",
+        f"{tmp_path}/pytorchjobs.kubeflow.org.yaml",
+    ]
+
+
+def test_tf_and_pytorch_crds_serve_both_shapes_and_store_v1():
+    for source in crds.SOURCES[1:]:
+        versions = crds.crd(source)["spec"]["versions"]
+        assert [(v["name"], v["served"], v["storage"]) for v in versions] == [
+            ("v1alpha1", True, False),
+            ("v1", True, True),
+        ]
 
 
 def test_crd_schema_is_structural_and_documents_our_fields():

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from components import specs
+from components import jobtypes, specs
 from components.errors import SpecError
 from tests.conftest import REPO
 
@@ -116,4 +116,4 @@ def test_every_problem_of_a_spec_is_reported_at_once(job):
 def test_every_example_job_is_valid():
     examples = sorted((REPO / "jobs").glob("*.yaml"))
     assert {"chainer-mnist.yaml", "chainermn-mnist.yaml"} <= {p.name for p in examples}
-    assert [specs.load(p).names.job for p in examples] == [p.stem for p in examples]
+    assert [jobtypes.load(p).name for p in examples] == [p.stem for p in examples]
