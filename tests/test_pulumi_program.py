@@ -267,3 +267,26 @@ def test_preview_is_deterministic(tmp_path):
     assert {p.name: p.read_text() for p in first.iterdir()} == {
         p.name: p.read_text() for p in second.iterdir()
     }
+
+
+def test_each_kind_is_its_own_component_type():
+    components = {
+        stack: [(r.type, r.name) for r in run_preview(stack, REPO).resources if not r.custom]
+        for stack in ("tf-mnist", "pytorch-mnist")
+    }
+    assert components == {
+        "tf-mnist": [("trainjobs:index:TFJob", "tf-mnist")],
+        "pytorch-mnist": [("trainjobs:index:PyTorchJob", "pytorch-mnist")],
+    }
+
+
+def test_tf_job_stack_exports_the_chief_as_the_job_to_watch():
+    outputs = run_preview("tf-mnist", REPO).outputs
+    assert outputs == {
+        "tf-mnist": {
+            "kind": "TFJob",
+            "masterJobName": "tf-mnist-chief",
+            "namespace": "default",
+            "workerPodNames": ["tf-mnist-worker-0", "tf-mnist-worker-1", "tf-mnist-ps-0"],
+        }
+    }
