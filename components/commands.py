@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from components import crds, jobtypes
+from components.diff import add_report_arguments, check_against, register_diff, report_against
 from components.errors import SpecError
 from components.graph import DEFAULT_KUBECTL_IMAGE, GraphOptions
 from components.manifests import prepare_output_dir, write_manifests
@@ -43,6 +44,7 @@ def _render(args: argparse.Namespace) -> int:
 def _preview(args: argparse.Namespace) -> int:
     from components.preview import run_preview, write_preview  # loads the Pulumi SDK
 
+    check_against(args)
     result = run_preview(args.stack, args.project)
     paths = write_preview(result, args.out)
     objects = result.kubernetes_objects()
@@ -53,6 +55,8 @@ def _preview(args: argparse.Namespace) -> int:
         manifest = registration.inputs
         print(f"  {manifest['kind']:<14} {manifest['metadata']['name']}")
     print(f"wrote {len(paths)} files to {args.out}")
+    if args.against is not None:
+        return report_against(args)
     return 0
 
 
@@ -87,6 +91,10 @@ def register_core(subparsers: argparse._SubParsersAction) -> None:
     preview.add_argument("--stack", required=True, metavar="NAME", help="reads Pulumi.NAME.yaml")
     preview.add_argument("--out", required=True, type=_directory, metavar="DIR")
     preview.add_argument("--project", default=Path("."), type=_directory, metavar="DIR")
+    preview.add_argument(
+        "--against", type=_directory, metavar="BASE_DIR", help="report changes since that preview"
+    )
+    add_report_arguments(preview)
     preview.set_defaults(handler=_preview)
 
     generate = subparsers.add_parser("crds", help="regenerate the CRDs from the spec models")
@@ -94,4 +102,4 @@ def register_core(subparsers: argparse._SubParsersAction) -> None:
     generate.set_defaults(handler=_crds)
 
 
-REGISTRARS: list[Registrar] = [register_core]
+REGISTRARS: list[Registrar] = [register_core, register_diff]
