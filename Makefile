@@ -9,17 +9,22 @@ APT_PACKAGES := openmpi-bin libopenmpi-dev iproute2
 
 setup: $(STAMP)
 
-# Debian packages for the MPI plumbing tests; installed only when root and missing.
+# Debian packages for local runs and the MPI plumbing tests (Open MPI, its headers for
+# building mpi4py, iproute2 and util-linux for pod network namespaces); installed only when
+# root and missing.
 system-deps:
-	@if [ "$$(id -u)" = 0 ] && ! (command -v mpiexec >/dev/null && command -v ip >/dev/null && command -v nsenter >/dev/null); then \
+	@if [ "$$(id -u)" = 0 ] && ! (command -v mpiexec >/dev/null && command -v mpicc >/dev/null && command -v ip >/dev/null && command -v nsenter >/dev/null); then \
 		echo "installing $(APT_PACKAGES)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PACKAGES) util-linux >/dev/null; \
 	fi
 
+# chainer and mpi4py build from sdists with the pinned setuptools and wheel, so those come
+# first and the rest installs without build isolation (see requirements.txt).
 $(STAMP): requirements.txt pyproject.toml
 	$(MAKE) --no-print-directory system-deps
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check $$(grep -E '^(setuptools|wheel)==' requirements.txt | cut -d' ' -f1)
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-build-isolation -r requirements.txt
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 
@@ -31,9 +36,10 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# The main job on the embedded default: preview the distributed ChainerMN example offline.
+# The main job on the embedded default: train the distributed ChainerMN example on this
+# machine (master + 2 workers, three MPI ranks through real Open MPI).
 run: setup
-	$(BIN)/trainjobs preview --stack chainermn-mnist --out out/preview/chainermn-mnist
+	$(BIN)/trainjobs run jobs/chainermn-mnist.yaml
 
 crds: setup
 	$(BIN)/trainjobs crds --out crds

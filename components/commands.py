@@ -12,7 +12,10 @@ from components import crds, jobtypes
 from components.diff import add_report_arguments, check_against, register_diff, report_against
 from components.errors import SpecError
 from components.graph import DEFAULT_KUBECTL_IMAGE, GraphOptions
+from components.local.cli import register_run
 from components.manifests import prepare_output_dir, write_manifests
+from components.preflight import register_preflight
+from components.watcher import register_commands as register_watch
 
 Registrar = Callable[[argparse._SubParsersAction], None]
 
@@ -102,4 +105,10 @@ def register_core(subparsers: argparse._SubParsersAction) -> None:
     generate.set_defaults(handler=_crds)
 
 
-REGISTRARS: list[Registrar] = [register_core, register_diff]
+REGISTRARS: list[Registrar] = [
+    register_core,
+    register_diff,
+    register_watch,
+    register_run,
+    register_preflight,
+]

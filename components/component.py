@@ -13,8 +13,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.completion import JobCompletion, JobCompletionArgs, WatchSettings
 from components.graph import Manifest, Node
 from components.jobtypes import JobDefinition
+from components.watcher import WorkerRef
 
 # pulumi-kubernetes waits for a Job to complete (10 minutes by default, then fails the
 # update) and for a StatefulSet's replicas to be ready. Training outlives both; the
@@ -37,13 +39,21 @@ def _snake(key: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
 
 
-def resource_options(node: Node, parent: pulumi.Resource, depends_on: list[pulumi.Resource]):
-    """The Pulumi options a node needs beyond its manifest."""
+def resource_options(
+    node: Node, parent: pulumi.Resource, depends_on: list[pulumi.Resource], workers: set[str]
+) -> pulumi.ResourceOptions:
+    """The Pulumi options a node needs beyond its manifest.
+
+    The completion watcher owns the size of worker workloads once they exist: it stops them
+    when the job ends and restores them when a new run starts. Pulumi must ignore that
+    size, or a later `pulumi up --refresh` would see the drift and revive idle workers (and
+    for a Job, a changed parallelism would even replace it).
+    """
     ignore_changes: list[str] = []
     if node.kind == "StatefulSet":
-        # The completion watcher scales workers to 0 when the job ends. Without this, a
-        # later `pulumi up --refresh` would see the drift and scale idle workers back up.
         ignore_changes.append("spec.replicas")
+    elif node.kind == "Job" and node.name in workers:
+        ignore_changes.append("spec.parallelism")
     return pulumi.ResourceOptions(
         parent=parent,
         depends_on=depends_on,
@@ -73,9 +83,18 @@ class TrainingJob(pulumi.ComponentResource):
     worker_pod_names: pulumi.Output[list[str]]
     resources: dict[str, pulumi.CustomResource]
 
-    def __init__(self, job: JobDefinition, opts: pulumi.ResourceOptions | None = None) -> None:
+    completion: JobCompletion | None
+
+    def __init__(
+        self,
+        job: JobDefinition,
+        watch: WatchSettings | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        """``watch``: settings for the completion watcher; None or ``watch=False`` for none."""
         super().__init__(f"trainjobs:index:{job.kind}", job.name, None, opts)
         self.resources = {}
+        workers = {worker.name for worker in job.workers}
         for node in job.graph.nodes:
             manifest = pulumi_manifest(node)
             resource_class = _RESOURCE_CLASSES[(manifest["apiVersion"], manifest["kind"])]
@@ -86,8 +105,11 @@ class TrainingJob(pulumi.ComponentResource):
             }
             depends_on = [self.resources[key] for key in node.depends_on]
             self.resources[node.key] = resource_class(
-                node.name, opts=resource_options(node, self, depends_on), **kwargs
+                node.name, opts=resource_options(node, self, depends_on, workers), **kwargs
             )
+        self.completion = None
+        if watch is not None and watch.watch:
+            self.completion = self._watch(job, watch)
         self.namespace = pulumi.Output.from_input(job.namespace)
         self.master_job_name = pulumi.Output.from_input(job.completion_job)
         self.worker_pod_names = pulumi.Output.from_input(job.worker_pods)
@@ -97,4 +119,22 @@ class TrainingJob(pulumi.ComponentResource):
                 "master_job_name": self.master_job_name,
                 "worker_pod_names": self.worker_pod_names,
             }
+        )
+
+    def _watch(self, job: JobDefinition, settings: WatchSettings) -> JobCompletion:
+        """A watcher that starts once the master Job and the workers exist, and is replaced
+        with the master Job (its uid changes), so every run is seen through."""
+        master = self.resources[f"Job/{job.completion_job}"]
+        workloads = [self.resources[f"{w.kind}/{w.name}"] for w in job.workers]
+        args = JobCompletionArgs.from_settings(
+            settings,
+            namespace=job.namespace,
+            job_name=job.completion_job,
+            workers=[WorkerRef(w.kind, w.name, w.replicas) for w in job.workers],  # type: ignore[arg-type]
+            job_uid=master.metadata.apply(lambda meta: meta.get("uid") if meta else None),
+        )
+        return JobCompletion(
+            f"{job.name}-completion",
+            args,
+            pulumi.ResourceOptions(parent=self, depends_on=[master, *workloads]),
         )

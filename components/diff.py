@@ -38,10 +38,15 @@ from typing import Any
 
 import yaml
 
+from components.completion import REPLACE_ON as completion_replace_on
 from components.errors import UserError
 from components.manifests import dump_yaml, prepare_output_dir
 
 OPERATIONS = ("create", "update", "replace", "delete", "same")
+# Replace-on-change inputs of dynamic resources, from their providers' `diff`.
+DYNAMIC_REPLACE_ON: dict[str, tuple[str, ...]] = {
+    "pulumi-python:dynamic/trainjobs:JobCompletion": completion_replace_on,
+}
 REDACTED = "[secret]"  # the marker components.preview writes for secret values
 DEFAULT_MAX_BYTES = 60 * 1024
 """Report size cap: GitHub refuses comments over 65,536 characters."""
@@ -458,6 +463,8 @@ class ResourceDiff:
 
 
 def _why_replaced(manifest: dict[str, Any], rules: list[str]) -> str:
+    if not manifest:  # the completion watcher
+        return "a watcher follows one run of one Job with one set of workers"
     kind = f"{manifest.get('apiVersion')} {manifest.get('kind')}"
     if set(rules) <= set(_IDENTITY):
         return "a new name or namespace is a new object"
@@ -531,11 +538,17 @@ def diff_resource(
         return ResourceDiff("delete", base, None)
     if base.manifest is None or head.manifest is None:
         # Components have no inputs of their own: an existing one is always the same. Other
-        # resources (dynamic ones) are diffed only if graph.json records their inputs, and
-        # their providers' own replacement rules are unknown here: a change is an update.
+        # resources (dynamic ones) are diffed if graph.json records their inputs, with their
+        # provider's replacement rules where trainjobs knows them (its completion watcher).
         if base.inputs is None or head.inputs is None:
             return ResourceDiff("same", base, head)
-        changes = tuple(Change(*change) for change in property_changes(base.inputs, head.inputs))
+        replace_on = DYNAMIC_REPLACE_ON.get(head.type, ())
+        changes = tuple(
+            Change(path, kind, before, after, path[0] if path[0] in replace_on else None)
+            for path, kind, before, after in property_changes(base.inputs, head.inputs)
+        )
+        if any(change.replaces for change in changes):
+            return ResourceDiff("replace", base, head, changes)
         return ResourceDiff("update" if changes else "same", base, head, changes)
     old, new = base.manifest, head.manifest
     effective_new = apply_ignore_changes(old, new, list(head.ignore_changes))
@@ -602,6 +615,34 @@ class Comparison:
         return tuple(r for r in self.resources if r.operation != "same" or r.ignored)
 
 
+def _rewatch_replaced_jobs(diffs: list[ResourceDiff]) -> list[ResourceDiff]:
+    """A completion watcher follows one run: its `job_uid` input is the master Job's uid, so
+    replacing the Job replaces the watcher. Previews cannot see uids (the cluster assigns
+    them), hence this rule, applied the way the engine would after the Job's replacement."""
+    replaced_jobs = {
+        d.head.manifest["metadata"]["name"]
+        for d in diffs
+        if d.operation == "replace"
+        and d.head
+        and d.head.manifest
+        and d.head.manifest["kind"] == "Job"
+    }
+    result = []
+    for d in diffs:
+        watcher = d.head is not None and d.head.type in DYNAMIC_REPLACE_ON and d.head.inputs
+        if (
+            watcher
+            and d.operation in ("same", "update")
+            and d.head.inputs.get("job_name") in replaced_jobs
+        ):
+            uid = Change(
+                ("job_uid",), "update", "(uid of the old Job)", "(uid of the new Job)", "job_uid"
+            )
+            d = ResourceDiff("replace", d.base, d.head, (*d.changes, uid), d.ignored)
+        result.append(d)
+    return result
+
+
 def compare(base: Snapshot, head: Snapshot, settings: ProviderSettings | None = None) -> Comparison:
     settings = settings or ProviderSettings()
     diffs = [
@@ -613,6 +654,7 @@ def compare(base: Snapshot, head: Snapshot, settings: ProviderSettings | None = 
         for key, resource in base.resources.items()
         if key not in head.resources
     ]
+    diffs = _rewatch_replaced_jobs(diffs)
     outputs = ""
     if base.outputs != head.outputs:
         outputs = "\n".join(

@@ -19,10 +19,12 @@ from components.replicas import ReplicaJobPlan, build_replica_graph
 
 @dataclass(frozen=True)
 class Workload:
-    """A workload the completion watcher stops when the job ends."""
+    """A workload the completion watcher stops when the job ends (and restores to
+    ``replicas`` when a new run starts)."""
 
     kind: str
     name: str
+    replicas: int
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,9 @@ def _chainer(
         namespace=plan.namespace,
         graph=chainer.build_graph(plan, options),
         completion_job=plan.names.master,
-        workers=[Workload("StatefulSet", group.statefulset) for group in plan.workers],
+        workers=[
+            Workload("StatefulSet", group.statefulset, group.replicas) for group in plan.workers
+        ],
         worker_pods=plan.worker_pods,
     )
 
@@ -65,7 +69,7 @@ def _replica_definition(plan: ReplicaJobPlan) -> JobDefinition:
         graph=build_replica_graph(plan),
         completion_job=deciding.workload,
         workers=[
-            Workload("StatefulSet" if group.long_running else "Job", group.workload)
+            Workload("StatefulSet" if group.long_running else "Job", group.workload, group.replicas)
             for group in others
         ],
         worker_pods=[host for group in others for host in group.hostnames],

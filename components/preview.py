@@ -18,6 +18,7 @@ from typing import Any
 
 import pulumi
 import yaml
+from pulumi.output import Unknown
 from pulumi.runtime import mocks, rpc, settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
@@ -27,6 +28,8 @@ from components.manifests import prepare_output_dir, write_manifests
 
 PROJECT = "trainjobs"
 REDACTED = "[secret]"
+# What a preview cannot know yet, such as the completion watcher's outcome.
+UNKNOWN = "[known after pulumi up]"
 
 
 @dataclass
@@ -67,9 +70,17 @@ class PreviewResult:
                 "dependsOn": sorted(names[d] for d in r.dependencies if d in names),
                 "ignoreChanges": r.ignore_changes,
                 "deleteBeforeReplace": r.delete_before_replace,
+                # Kubernetes objects have their own files; other resources (the completion
+                # watcher) are summarised here so that diffs see their changes too.
+                **({"inputs": _own_inputs(r)} if r.custom and not r.is_kubernetes else {}),
             }
             for r in self.resources
         ]
+
+
+def _own_inputs(registration: Registration) -> dict[str, Any]:
+    """Inputs without engine internals (`__provider` is the pickled dynamic provider)."""
+    return {k: v for k, v in registration.inputs.items() if not k.startswith("__")}
 
 
 def _short(registration: Registration) -> str:
@@ -121,6 +132,8 @@ def _plain(value: Any) -> Any:
     """
     if rpc.is_rpc_secret(value):
         return REDACTED
+    if isinstance(value, Unknown) or value == rpc.UNKNOWN:
+        return UNKNOWN
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import glob
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pulumi
 
 from components import jobtypes
+from components.completion import WatchSettings
 from components.component import TrainingJob
 from components.errors import Problem, SpecError, UserError
+from components.gpu import SchedulingProfile, apply_scheduling
 from components.graph import DEFAULT_KUBECTL_IMAGE, GraphOptions
 
 
@@ -22,6 +24,8 @@ class StackSettings:
     job_files: list[Path]
     namespace: str
     graph_options: GraphOptions
+    gpu_pool: SchedulingProfile | None = None
+    preflight: bool = True
 
     @classmethod
     def from_config(cls, config: pulumi.Config) -> StackSettings:
@@ -32,6 +36,8 @@ class StackSettings:
                 kubectl_image=config.get("kubectlImage") or DEFAULT_KUBECTL_IMAGE,
                 wait_timeout_seconds=_positive_int(config, "clusterWaitTimeout", 600),
             ),
+            gpu_pool=SchedulingProfile.from_config(config.get("gpuPool")),
+            preflight=config.get_bool("preflight") is not False,
         )
 
 
@@ -100,6 +106,8 @@ def load_jobs(settings: StackSettings) -> list[jobtypes.JobDefinition]:
         seen[key] = path
     if errors:
         raise UserError("\n".join(errors))
+    if settings.gpu_pool is not None:
+        jobs = [replace(job, graph=apply_scheduling(job.graph, settings.gpu_pool)) for job in jobs]
     return jobs
 
 
@@ -108,17 +116,34 @@ def run() -> None:
     try:
         settings = StackSettings.from_config(pulumi.Config("trainjobs"))
         jobs = load_jobs(settings)
+        if settings.gpu_pool is not None and settings.preflight:
+            from components.preflight import check_before_registering  # loads boto3
+
+            check_before_registering(settings.gpu_pool, [job.graph for job in jobs])
+        watch = WatchSettings.from_config(pulumi.Config("trainjobs"), pulumi.Config("kubernetes"))
     except UserError as error:
         # RunError is reported by Pulumi without a stack trace.
         raise pulumi.RunError(str(error)) from None
     for job in jobs:
-        component = TrainingJob(job)
-        pulumi.export(
-            job.name,
-            {
-                "kind": job.kind,
-                "namespace": component.namespace,
-                "masterJobName": component.master_job_name,
-                "workerPodNames": component.worker_pod_names,
-            },
-        )
+        component = TrainingJob(job, watch)
+        outputs: dict[str, object] = {
+            "kind": job.kind,
+            "namespace": component.namespace,
+            "masterJobName": component.master_job_name,
+            "workerPodNames": component.worker_pod_names,
+        }
+        if component.completion is not None:
+            completion = component.completion
+            outputs["outcome"] = {
+                "phase": completion.phase,
+                "reason": completion.reason,
+                "message": completion.message,
+                "startTime": completion.start_time,
+                "completionTime": completion.completion_time,
+                "durationSeconds": completion.duration_seconds,
+                "succeeded": completion.succeeded,
+                "failed": completion.failed,
+                "workersScaledDown": completion.workers_scaled_down,
+                "diagnosis": completion.diagnosis,
+            }
+        pulumi.export(job.name, outputs)

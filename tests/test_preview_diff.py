@@ -112,6 +112,7 @@ def test_changing_the_image_replaces_the_master_job_and_updates_the_workers(tmp_
     assert changed(comparison) == {
         "StatefulSet default/demo-worker": "update",
         "Job default/demo-master": "replace",
+        "JobCompletion demo-completion": "replace",
     }
 
 
@@ -128,6 +129,10 @@ def test_the_reasons_name_the_properties_and_the_replacement_rule(tmp_path):
             f"{NEW_IMAGE}): pulumi-kubernetes replaces a batch/v1 Job when it changes; "
             "the old object is deleted first (same name)"
         ),
+        "JobCompletion demo-completion": (
+            "`job_uid` changed (`job_uid` (uid of the old Job) → (uid of the new Job)): "
+            "a watcher follows one run of one Job with one set of workers"
+        ),
     }
 
 
@@ -142,6 +147,7 @@ def test_changing_worker_replicas_replaces_the_assets_and_updates_the_role(tmp_p
         "Role default/demo-launcher-role": "update",
         "StatefulSet default/demo-worker": "same",
         "Job default/demo-master": "replace",
+        "JobCompletion demo-completion": "replace",
     }
 
 
@@ -156,6 +162,8 @@ def test_a_replica_change_alone_leaves_the_master_job_unchanged(tmp_path):
         "ConfigMap default/demo-assets": "replace",
         "Role default/demo-launcher-role": "update",
         "StatefulSet default/demo-worker": "same",
+        # The watcher owns the workers' size: a new size is a new watcher, which scales to it.
+        "JobCompletion demo-completion": "replace",
     }
 
 
@@ -222,6 +230,7 @@ def test_renaming_a_job_deletes_its_objects_and_creates_new_ones(tmp_path):
         "Service default/renamed": "create",
         "StatefulSet default/renamed-worker": "create",
         "Job default/renamed-master": "create",
+        "JobCompletion renamed-completion": "create",
         "ChainerJob demo": "delete",
         "ConfigMap default/demo-assets": "delete",
         "ServiceAccount default/demo-launcher": "delete",
@@ -230,6 +239,7 @@ def test_renaming_a_job_deletes_its_objects_and_creates_new_ones(tmp_path):
         "Service default/demo": "delete",
         "StatefulSet default/demo-worker": "delete",
         "Job default/demo-master": "delete",
+        "JobCompletion demo-completion": "delete",
     }
 
 
@@ -250,6 +260,7 @@ def test_moving_a_job_to_another_namespace_replaces_each_object(tmp_path):
         "StatefulSet ml/demo-worker": ("replace", False),
         # The component asks for it: a Job with a fixed name must go before its successor.
         "Job ml/demo-master": ("replace", True),
+        "JobCompletion demo-completion": ("replace", False),
     }
 
 
@@ -269,6 +280,7 @@ def test_objects_are_matched_by_identity_not_by_file_number(tmp_path):
         "Service default/alpha": "create",
         "StatefulSet default/alpha-worker": "create",
         "Job default/alpha-master": "create",
+        "JobCompletion alpha-completion": "create",
     }
 
 
@@ -280,7 +292,7 @@ def test_an_unchanged_stack_reports_no_changes_and_passes_expect_no_changes(tmp_
     )
     report = report_of(capsys.readouterr().out)
     assert code == 0
-    assert "`. No changes. 8 resources: 8 unchanged." in report
+    assert "`. No changes. 9 resources: 9 unchanged." in report
     assert "| resource | operation | why |" not in report
 
 
@@ -292,7 +304,7 @@ def test_expect_no_changes_exits_1_when_anything_changes(tmp_path, capsys):
         project, tmp_path / "head", "--against", str(tmp_path / "base"), "--expect-no-changes"
     )
     assert code == 1
-    assert "8 resources: 1 to update, 1 to replace, 6 unchanged." in capsys.readouterr().out
+    assert "9 resources: 1 to update, 2 to replace, 6 unchanged." in capsys.readouterr().out
 
 
 def test_only_ignored_changes_pass_expect_no_changes_as_in_pulumi():
@@ -314,10 +326,14 @@ def test_a_100_job_stack_with_one_changed_job_gives_a_short_report(tmp_path, cap
     assert preview(project, tmp_path / "head", "--against", str(tmp_path / "base")) == 0
     report = report_of(capsys.readouterr().out)
     assert len(report.encode()) < 64 * 1024
-    assert "800 resources: 1 to update, 1 to replace, 798 unchanged." in report
+    assert "900 resources: 1 to update, 2 to replace, 897 unchanged." in report
     rows = [line.split(" | ")[0] for line in report.splitlines() if line.startswith("| `")]
-    assert rows == ["| `StatefulSet default/job-042-worker`", "| `Job default/job-042-master`"]
-    assert report.count("<details>") == 2
+    assert rows == [
+        "| `StatefulSet default/job-042-worker`",
+        "| `Job default/job-042-master`",
+        "| `JobCompletion job-042-completion`",
+    ]
+    assert report.count("<details>") == 2  # the watcher has no YAML of its own to diff
     assert "omitted" not in report
 
 
@@ -329,13 +345,13 @@ def test_an_oversized_report_is_capped_and_says_how_many_diffs_it_left_out(tmp_p
     report = render(comparison, base="main", head="pr", full_command=command, max_bytes=8000)
     shown = report.count("<details>")
     omitted = re.search(
-        r"\*\*(\d+) of 15 diffs omitted\*\* to keep this report under 8000 bytes\. "
+        r"\*\*(\d+) of 17 diffs omitted\*\* to keep this report under 8000 bytes\. "
         r"See every diff: `trainjobs diff --stack test --base main --max-bytes 0`",
         report,
     )
     assert len(report.encode()) <= 8000
     assert omitted is not None
-    assert shown + int(omitted.group(1)) == 15  # 14 objects and the stack outputs
+    assert shown + int(omitted.group(1)) == 17  # 14 objects, 2 watchers, the stack outputs
 
 
 def test_diffs_are_folded_unified_yaml_diffs(tmp_path):
@@ -391,7 +407,7 @@ def test_diff_against_a_git_ref_reports_the_working_tree_change(tmp_path, capsys
     out = tmp_path / "report.md"
     assert diff(repo, "--out", str(out)) == 0
     assert capsys.readouterr().out == (
-        f"stack test (HEAD -> working tree): 1 update, 1 replace, 6 same\nwrote {out}\n"
+        f"stack test (HEAD -> working tree): 1 update, 2 replace, 6 same\nwrote {out}\n"
     )
     rows = [
         line.split(" | ")[:2] for line in out.read_text().splitlines() if line.startswith("| `")
@@ -399,6 +415,7 @@ def test_diff_against_a_git_ref_reports_the_working_tree_change(tmp_path, capsys
     assert rows == [
         ["| `StatefulSet default/demo-worker`", "update"],
         ["| `Job default/demo-master`", "replace"],
+        ["| `JobCompletion demo-completion`", "replace"],
     ]
 
 
@@ -423,7 +440,10 @@ def test_diff_evaluates_each_side_with_its_own_components(tmp_path):
     comparison = compare(
         load_preview(tmp_path / "previews" / "base"), load_preview(tmp_path / "previews" / "head")
     )
-    assert changed(comparison) == {"Job default/demo-master": "replace"}
+    assert changed(comparison) == {
+        "Job default/demo-master": "replace",
+        "JobCompletion demo-completion": "replace",
+    }
 
 
 def test_diff_never_prints_secure_config_values(tmp_path, capsys):
@@ -445,7 +465,7 @@ def test_a_stack_new_since_the_ref_is_all_creates(tmp_path, capsys):
     (repo / "Pulumi.other.yaml").rename(repo / "Pulumi.test.yaml")
     assert diff(repo) == 0
     out = capsys.readouterr().out
-    assert "8 resources: 8 to create." in out
+    assert "9 resources: 9 to create." in out
     assert "- stack `test` does not exist at `HEAD`: everything is new" in out
 
 

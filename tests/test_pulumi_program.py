@@ -15,6 +15,8 @@ from components.preview import PreviewResult, Registration, run_preview
 from tests.conftest import REPO
 
 CHAINER = "trainjobs:index:ChainerJob"
+COMPLETION = "pulumi-python:dynamic/trainjobs:JobCompletion"
+UNKNOWN = "[known after pulumi up]"
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +46,7 @@ def test_component_and_children_types(distributed):
         ("kubernetes:core/v1:Service", "chainermn-mnist"),
         ("kubernetes:apps/v1:StatefulSet", "chainermn-mnist-worker"),
         ("kubernetes:batch/v1:Job", "chainermn-mnist-master"),
+        (COMPLETION, "chainermn-mnist-completion"),
     ]
 
 
@@ -118,11 +121,24 @@ def test_role_rules_registered_with_pulumi_are_exact(distributed):
 
 
 def test_stack_exports_each_jobs_outputs(distributed):
+    outcome_keys = [
+        "completionTime",
+        "diagnosis",
+        "durationSeconds",
+        "failed",
+        "message",
+        "phase",
+        "reason",
+        "startTime",
+        "succeeded",
+        "workersScaledDown",
+    ]
     assert distributed.outputs == {
         "chainermn-mnist": {
             "kind": "ChainerJob",
             "masterJobName": "chainermn-mnist-master",
             "namespace": "default",
+            "outcome": dict.fromkeys(outcome_keys, UNKNOWN),
             "workerPodNames": ["chainermn-mnist-worker-0", "chainermn-mnist-worker-1"],
         }
     }
@@ -252,7 +268,7 @@ def test_preview_writes_each_object_and_a_graph_summary(tmp_path, capsys):
         "ignoreChanges": ["spec.replicas"],
         "deleteBeforeReplace": False,
     }
-    assert "stack chainermn-mnist: 8 resources, 7 Kubernetes objects" in capsys.readouterr().out
+    assert "stack chainermn-mnist: 9 resources, 7 Kubernetes objects" in capsys.readouterr().out
 
 
 def test_preview_is_deterministic(tmp_path):
@@ -282,6 +298,7 @@ def test_each_kind_is_its_own_component_type():
 
 def test_tf_job_stack_exports_the_chief_as_the_job_to_watch():
     outputs = run_preview("tf-mnist", REPO).outputs
+    outputs["tf-mnist"].pop("outcome")
     assert outputs == {
         "tf-mnist": {
             "kind": "TFJob",
@@ -290,3 +307,73 @@ def test_tf_job_stack_exports_the_chief_as_the_job_to_watch():
             "workerPodNames": ["tf-mnist-worker-0", "tf-mnist-worker-1", "tf-mnist-ps-0"],
         }
     }
+
+
+# The completion watcher
+
+
+def test_watcher_starts_after_the_master_job_and_the_workers(distributed):
+    watcher = by_name(distributed)["chainermn-mnist-completion"]
+    component = next(r for r in distributed.resources if r.type == CHAINER)
+    assert watcher.parent == component.urn
+    assert names_of(distributed, watcher.dependencies) == {
+        "chainermn-mnist-master",
+        "chainermn-mnist-worker",
+    }
+
+
+def test_watcher_inputs_name_the_job_and_the_workers_with_their_size(distributed):
+    inputs = by_name(distributed)["chainermn-mnist-completion"].inputs
+    assert {k: v for k, v in inputs.items() if k != "__provider"} == {
+        "fail_on_failure": True,
+        "job_name": "chainermn-mnist-master",
+        "namespace": "default",
+        "timeout_seconds": 86400,
+        "workers": [{"kind": "StatefulSet", "name": "chainermn-mnist-worker", "replicas": 2}],
+    }
+
+
+def test_watch_false_creates_no_watcher(tmp_path):
+    config = {"trainjobs:job": "jobs/a.yaml", "trainjobs:watch": "false"}
+    project = make_project(tmp_path, config, {"a.yaml": job_yaml("alpha")})
+    result = run_preview("test", project)
+    assert [r.name for r in result.resources if r.type == COMPLETION] == []
+    assert "outcome" not in result.outputs["alpha"]
+
+
+def test_watch_timeout_and_kubeconfig_come_from_stack_config_and_the_kubeconfig_stays_secret(
+    tmp_path,
+):
+    config = {
+        "trainjobs:job": "jobs/a.yaml",
+        "trainjobs:watchTimeout": "90m",
+        "kubernetes:kubeconfig": "apiVersion: v1\nusers: [{name: admin, user: {token: s3cr3t}}]",
+    }
+    project = make_project(tmp_path, config, {"a.yaml": job_yaml("alpha")})
+    result = run_preview("test", project)
+    inputs = by_name(result)["alpha-completion"].inputs
+    assert (inputs["timeout_seconds"], inputs["kubeconfig"]) == (5400, "[secret]")
+    out = tmp_path / "out"
+    assert main(["preview", "--stack", "test", "--project", str(project), "--out", str(out)]) == 0
+    assert not [p.name for p in out.iterdir() if "s3cr3t" in p.read_text()]
+
+
+def test_an_invalid_watch_timeout_is_a_clear_error(tmp_path):
+    config = {"trainjobs:job": "jobs/a.yaml", "trainjobs:watchTimeout": "soon"}
+    project = make_project(tmp_path, config, {"a.yaml": job_yaml("alpha")})
+    with pytest.raises(UserError, match="trainjobs:watchTimeout"):
+        run_preview("test", project)
+
+
+def test_tf_watcher_stops_workers_and_parameter_servers_which_pulumi_then_ignores():
+    result = run_preview("tf-mnist", REPO)
+    inputs = by_name(result)["tf-mnist-completion"].inputs
+    assert (inputs["job_name"], inputs["workers"]) == (
+        "tf-mnist-chief",
+        [
+            {"kind": "Job", "name": "tf-mnist-worker", "replicas": 2},
+            {"kind": "StatefulSet", "name": "tf-mnist-ps", "replicas": 1},
+        ],
+    )
+    ignored = {r.name: r.ignore_changes for r in result.kubernetes_objects() if r.ignore_changes}
+    assert ignored == {"tf-mnist-worker": ["spec.parallelism"], "tf-mnist-ps": ["spec.replicas"]}

@@ -1,0 +1,180 @@
+"""Benchmark: what `trainjobs run` adds before training starts, against a bare `mpiexec`.
+
+Both start the same script (images/scripts/train_mnist.py, the distributed example's
+command) over the same three ranks, and the clock stops when rank 0 prints its first
+training iteration:
+
+- ``trainjobs run jobs/chainermn-mnist.yaml``: the CLI, the pod network (network namespaces
+  when root), the pod sandboxes, the kubectl delivery and cluster waiter init containers,
+  then ``mpiexec`` with the generated hostfile and rsh agent, daemons started through the
+  kubectl stand-in in the worker pods;
+- ``mpiexec -n 3 --oversubscribe python3 train_mnist.py --communicator naive`` on the host.
+
+Trials alternate between the two, and each runs to completion so that one never competes
+with the next. The report gives medians, the overhead (seconds and ratio) and the median
+time of each start-up phase of `trainjobs run`, read from its output, to show where the
+overhead goes. Not a test: numbers depend on the machine.
+
+    .venv/bin/python bench/local_overhead.py [--trials 7] [--out bench/RESULTS-local.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+JOB = REPO / "jobs" / "chainermn-mnist.yaml"
+SCRIPT = REPO / "images" / "scripts" / "train_mnist.py"
+FIRST_ITERATION = "first iteration: "
+# Milestones in `trainjobs run` output, in order: (label, text the line contains).
+PHASES = [
+    ("CLI started, graph built", "[trainjobs] running "),
+    ("pods up, waiter saw all workers", "cluster_waiter: all "),
+    ("ranks started, data scattered", "training on "),
+    ("first training iteration", FIRST_ITERATION),
+]
+
+
+@dataclass
+class Trial:
+    to_first_iteration: float
+    total: float
+    phases: dict[str, float] = field(default_factory=dict)
+
+
+def timed(command: list[str], env: dict[str, str]) -> Trial:
+    """Run ``command``; the time at which each milestone line appeared, and in all."""
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    assert process.stdout is not None
+    phases: dict[str, float] = {}
+    for line in process.stdout:
+        now = time.perf_counter() - start
+        for label, marker in PHASES:
+            if marker in line and label not in phases:
+                phases[label] = now
+    code = process.wait()
+    total = time.perf_counter() - start
+    if code != 0 or PHASES[-1][0] not in phases:
+        raise SystemExit(f"{' '.join(command)} failed (exit code {code})")
+    return Trial(phases[PHASES[-1][0]], total, phases)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=7)
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "RESULTS-local.md")
+    args = parser.parse_args()
+
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}"}
+    # The bare run gets the environment a local pod gets: the image's ENV and the yield
+    # setting the runtime adds, so the two differ only in what trainjobs does.
+    bare_env = {**env, "PYTHONUNBUFFERED": "1", "OMPI_MCA_mpi_yield_when_idle": "1"}
+    bare = ["mpiexec", "--allow-run-as-root", "--oversubscribe", "-n", "3", "python3"]
+    bare += [str(SCRIPT), "--communicator", "naive"]
+    runs: list[Trial] = []
+    bares: list[Trial] = []
+    with tempfile.TemporaryDirectory(prefix="trainjobs-bench-") as scratch:
+        for index in range(args.trials):
+            run_dir = Path(scratch) / f"run-{index}"
+            command = [str(bin_dir / "trainjobs"), "run", str(JOB), "--run-dir", str(run_dir)]
+            runs.append(timed(command, env))
+            bares.append(timed(bare, bare_env))
+            print(
+                f"trial {index + 1}/{args.trials}: to the first iteration, trainjobs run "
+                f"{runs[-1].to_first_iteration:.2f}s, bare mpiexec "
+                f"{bares[-1].to_first_iteration:.2f}s",
+                flush=True,
+            )
+    run_median = statistics.median(t.to_first_iteration for t in runs)
+    bare_median = statistics.median(t.to_first_iteration for t in bares)
+    report = render(args.trials, runs, bares, run_median, bare_median)
+    args.out.write_text(report, encoding="utf-8")
+    print(report)
+    return 0
+
+
+def render(
+    trials: int, runs: list[Trial], bares: list[Trial], run_median: float, bare_median: float
+) -> str:
+    overhead = run_median - bare_median
+    mpi = subprocess.run(["mpiexec", "--version"], capture_output=True, text=True).stdout
+    root = os.geteuid() == 0
+    lines = [
+        "# Local run overhead: `trainjobs run` vs a bare `mpiexec`",
+        "",
+        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `bench/local_overhead.py`, "
+        f"{trials} alternating trials, medians. Machine: {os.cpu_count()} cores, Linux "
+        f"{platform.release()}, Python {platform.python_version()}, "
+        f"{mpi.splitlines()[0] if mpi else 'mpiexec'}, running as "
+        f"{'root (pods in network namespaces)' if root else 'a user (loopback pods)'}.",
+        "",
+        "Both start `images/scripts/train_mnist.py --communicator naive` over 3 ranks; the "
+        "clock stops at rank 0's `first iteration` line.",
+        "",
+        "| | median to first iteration | median total |",
+        "| --- | ---: | ---: |",
+        f"| `trainjobs run jobs/chainermn-mnist.yaml` | {run_median:.2f} s | "
+        f"{statistics.median(t.total for t in runs):.2f} s |",
+        f"| bare `mpiexec -n 3` | {bare_median:.2f} s | "
+        f"{statistics.median(t.total for t in bares):.2f} s |",
+        "",
+        f"**Overhead: {overhead:+.2f} s (ratio {run_median / bare_median:.2f}x)**; "
+        f"goal: under 1.5 s ({'met' if overhead < 1.5 else 'NOT met'}).",
+        "",
+        "Where `trainjobs run` spends its start-up (median time since the command started):",
+        "",
+        "| milestone | `trainjobs run` | bare `mpiexec` |",
+        "| --- | ---: | ---: |",
+    ]
+    for label, _ in PHASES:
+        bare_values = [t.phases[label] for t in bares if label in t.phases]
+        bare_cell = f"{statistics.median(bare_values):.2f} s" if bare_values else "n/a"
+        lines.append(
+            f"| {label} | {statistics.median(t.phases[label] for t in runs):.2f} s | {bare_cell} |"
+        )
+    phase = {label: statistics.median(t.phases[label] for t in runs) for label, _ in PHASES}
+    cli, pods, ranks, _ = (phase[label] for label, _ in PHASES)
+    bare_ranks = statistics.median(t.phases[PHASES[2][0]] for t in bares)
+    lines += [
+        "",
+        "Reading: the overhead is the command line starting and building the graph "
+        f"({cli:.2f} s: Python imports of `trainjobs`), plus creating the pod network, the "
+        f"sandboxes, the kubectl delivery and the cluster waiter's exec round trips "
+        f"({pods - cli:.2f} s); launching the ranks through the rsh agent and the kubectl "
+        f"stand-in into the worker pods then takes {ranks - pods:.2f} s against "
+        f"{bare_ranks:.2f} s for a bare `mpiexec` starting them on the host (both are "
+        "dominated by three Python processes importing Chainer on two cores).",
+    ]
+    lines += [
+        "",
+        "Trials (seconds to the first iteration):",
+        "",
+        "| trial | `trainjobs run` | bare `mpiexec` |",
+        "| ---: | ---: | ---: |",
+    ]
+    lines += [
+        f"| {i + 1} | {run.to_first_iteration:.2f} | {bare.to_first_iteration:.2f} |"
+        for i, (run, bare) in enumerate(zip(runs, bares, strict=True))
+    ]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    if shutil.which("mpiexec") is None:
+        raise SystemExit("needs Open MPI's mpiexec (make system-deps)")
+    sys.exit(main())

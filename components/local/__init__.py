@@ -1,0 +1,14 @@
+"""The local runtime: `trainjobs run` executes a job's resource graph on this machine.
+
+Modules, one concept each:
+
+- :mod:`~components.local.cluster`: what the graph becomes locally (pods, grants), pure;
+- :mod:`~components.local.network`: network namespaces on a private bridge, or loopback;
+- :mod:`~components.local.containers`: containers as host processes, image paths mapped;
+- :mod:`~components.local.pods`: pod sandboxes, container processes, logs, process tracking;
+- :mod:`~components.local.kubectl`: the kubectl stand-in the generated assets call;
+- :mod:`~components.local.runtime`: Job semantics (retries, deadline, scale-to-0, clean-up);
+- :mod:`~components.local.cli`: the `run` subcommand.
+
+Nothing is imported here: the kubectl stand-in runs by path and must start fast.
+"""

@@ -1,0 +1,842 @@
+"""The completion watcher against a local Kubernetes API fake, through the real client."""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components import cli
+from components.errors import UserError
+from components.watcher import (
+    ClusterAccessError,
+    JobWatchTimeout,
+    Outcome,
+    RetryPolicy,
+    WorkerRef,
+    format_duration,
+    load_api_client,
+    parse_duration,
+    run_watch,
+)
+from tests.kubefake import FakeKube, running, running_fake, terminated, waiting
+
+NS = "default"
+JOB = "train-master"
+STS = "train-workerset-worker"
+WORKERS = (WorkerRef("StatefulSet", STS),)
+FAST = RetryPolicy(initial_backoff=0.01, max_backoff=0.05, request_timeout=5.0, scale_attempts=3)
+
+
+@pytest.fixture
+def kube() -> Iterator[FakeKube]:
+    yield from running_fake()
+
+
+@pytest.fixture
+def api(kube: FakeKube) -> Iterator[Any]:
+    client = kube.api_client()
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def running_job(kube: FakeKube) -> FakeKube:
+    """A started master Job and a worker StatefulSet with 2 replicas."""
+    kube.add_job(JOB)
+    kube.start_job(JOB)
+    kube.add_statefulset(STS, replicas=2)
+    return kube
+
+
+class Watch:
+    """`run_watch` on a daemon thread (a failing test must not hang the session), with
+    everything it reported."""
+
+    def __init__(self, kube: FakeKube, api: Any, **kwargs: Any) -> None:
+        self.messages: queue.Queue[str] = queue.Queue()
+        self.reported: list[str] = []
+        self._result: queue.Queue[tuple[Outcome | None, BaseException | None]] = queue.Queue()
+        kwargs = {"timeout_seconds": 10.0, "retry": FAST, "report": self._report, **kwargs}
+        workers = kwargs.pop("workers", WORKERS)
+        opened = kube.watches_opened
+        threading.Thread(target=self._run, args=(api, workers, kwargs), daemon=True).start()
+        kube.wait_for_watches(opened + 1)
+
+    def _run(self, api: Any, workers: Any, kwargs: dict[str, Any]) -> None:
+        try:
+            self._result.put((run_watch(api, NS, JOB, workers, **kwargs), None))
+        except BaseException as error:
+            self._result.put((None, error))
+
+    def _report(self, message: str) -> None:
+        self.reported.append(message)
+        self.messages.put(message)
+
+    def wait_for_message(self, match: Callable[[str], bool]) -> str:
+        while True:
+            message = self.messages.get(timeout=5)
+            if match(message):
+                return message
+
+    def outcome(self) -> Outcome:
+        outcome, error = self._result.get(timeout=10)
+        if error is not None:
+            raise error
+        assert outcome is not None
+        return outcome
+
+
+# --- terminal outcomes -----------------------------------------------------------------------
+
+
+def test_complete_job_scales_workers_to_zero_and_succeeds(running_job: FakeKube, api: Any) -> None:
+    watch = Watch(running_job, api)
+    running_job.complete_job(JOB, succeeded=1)
+
+    outcome = watch.outcome()
+
+    assert running_job.replicas(STS) == 0
+    outputs = outcome.to_outputs()
+    assert {k: outputs[k] for k in ("phase", "reason", "succeeded", "failed")} == {
+        "phase": "Succeeded",
+        "reason": "CompletionsReached",
+        "succeeded": 1,
+        "failed": 0,
+    }
+    assert outputs["workers_scaled_down"] is True
+    assert outputs["diagnosis"] is None
+
+
+def test_complete_condition_without_reason_reports_complete(running_job: FakeKube, api: Any):
+    watch = Watch(running_job, api)
+    running_job.complete_job(JOB, reason=None)
+
+    assert watch.outcome().status.reason == "Complete"
+
+
+def test_backoff_limit_exceeded_scales_workers_and_reports_exit_code_and_log_tail(
+    running_job: FakeKube, api: Any
+) -> None:
+    running_job.add_pod(
+        "train-master-x7k2p", job_name=JOB, containers=[terminated("chainer", 137, "OOMKilled")]
+    )
+    running_job.set_log("train-master-x7k2p", "chainer", "".join(f"epoch {i}\n" for i in range(30)))
+    watch = Watch(running_job, api)
+    running_job.fail_job(JOB, reason="BackoffLimitExceeded", failed=1)
+
+    outcome = watch.outcome()
+
+    assert running_job.replicas(STS) == 0
+    assert (outcome.status.phase, outcome.status.reason) == ("Failed", "BackoffLimitExceeded")
+    assert outcome.workers_scaled_down is True
+    assert outcome.diagnosis is not None
+    diagnosis = outcome.diagnosis.to_dict()
+    assert diagnosis["failed_pods"] == [
+        {
+            "pod": "train-master-x7k2p",
+            "phase": "Failed",
+            "reason": None,
+            "message": None,
+            "containers": [
+                {
+                    "name": "chainer",
+                    "init_container": False,
+                    "exit_code": 137,
+                    "reason": "OOMKilled",
+                    "signal": None,
+                    "message": None,
+                    "restarts": 0,
+                }
+            ],
+        }
+    ]
+    assert diagnosis["log_pod"] == "train-master-x7k2p"
+    assert diagnosis["log_tail"] == [f"epoch {i}" for i in range(10, 30)]
+
+
+def test_failure_message_names_pod_exit_code_and_ends_with_the_log_tail(
+    running_job: FakeKube, api: Any
+) -> None:
+    running_job.add_pod(
+        "train-master-x7k2p", job_name=JOB, containers=[terminated("chainer", 137, "OOMKilled")]
+    )
+    running_job.set_log("train-master-x7k2p", "chainer", "loading data\nKilled\n")
+    watch = Watch(running_job, api)
+    running_job.fail_job(JOB)
+
+    lines = watch.outcome().describe().splitlines()
+
+    assert lines[0].startswith(
+        "job default/train-master Failed (BackoffLimitExceeded: Job has reached the specified "
+        "backoff limit)"
+    )
+    assert lines[1:] == [
+        f"workers scaled to 0: StatefulSet/{STS}",
+        "failed pods:",
+        "  train-master-x7k2p (Failed): container chainer exited with code 137 (OOMKilled)",
+        "last 2 log line(s) of train-master-x7k2p/chainer:",
+        "  | loading data",
+        "  | Killed",
+    ]
+
+
+def test_deadline_exceeded_scales_workers_to_zero(running_job: FakeKube, api: Any) -> None:
+    watch = Watch(running_job, api)
+    running_job.fail_job(
+        JOB, reason="DeadlineExceeded", message="Job was active longer than specified deadline"
+    )
+
+    outcome = watch.outcome()
+
+    assert running_job.replicas(STS) == 0
+    assert (outcome.status.phase, outcome.status.reason, outcome.status.message) == (
+        "Failed",
+        "DeadlineExceeded",
+        "Job was active longer than specified deadline",
+    )
+    assert outcome.workers_scaled_down is True
+
+
+def test_deleted_job_is_terminal_and_scales_workers_to_zero(running_job: FakeKube, api: Any):
+    watch = Watch(running_job, api)
+    running_job.delete("jobs", JOB)
+
+    outcome = watch.outcome()
+
+    assert running_job.replicas(STS) == 0
+    assert (outcome.status.phase, outcome.status.reason, outcome.status.message) == (
+        "Deleted",
+        "Deleted",
+        "Job default/train-master was deleted before it finished",
+    )
+    assert outcome.workers_scaled_down is True
+
+
+def test_job_that_finished_before_the_watch_started_is_reported_at_once(
+    running_job: FakeKube, api: Any
+) -> None:
+    running_job.complete_job(JOB)
+
+    outcome = run_watch(api, NS, JOB, WORKERS, timeout_seconds=10, retry=FAST)
+
+    assert outcome.status.phase == "Succeeded"
+    assert running_job.replicas(STS) == 0
+    assert (
+        running_job.count_requests("GET", f"/apis/batch/v1/namespaces/{NS}/jobs", watch=True) == 0
+    )
+
+
+def test_missing_job_is_reported_as_deleted(kube: FakeKube, api: Any) -> None:
+    outcome = run_watch(api, NS, JOB, (), timeout_seconds=10, retry=FAST)
+
+    assert (outcome.status.phase, outcome.status.message) == (
+        "Deleted",
+        "Job default/train-master no longer exists; it was deleted before it finished",
+    )
+
+
+def test_job_recreated_with_another_uid_counts_as_deleted(running_job: FakeKube, api: Any):
+    old_uid = running_job.get("jobs", JOB)["metadata"]["uid"]
+    running_job.delete("jobs", JOB)
+    new_uid = running_job.add_job(JOB)["metadata"]["uid"]
+
+    outcome = run_watch(api, NS, JOB, WORKERS, job_uid=old_uid, timeout_seconds=10, retry=FAST)
+
+    assert (outcome.status.phase, outcome.status.message) == (
+        "Deleted",
+        f"Job default/train-master was replaced by another Job with the same name "
+        f"(uid {new_uid}, expected {old_uid})",
+    )
+    assert running_job.replicas(STS) == 0
+
+
+def test_indexed_worker_job_gets_parallelism_zero(kube: FakeKube, api: Any) -> None:
+    kube.add_job(JOB)
+    kube.add_job("train-worker", parallelism=4, completion_mode="Indexed")
+    kube.complete_job(JOB)
+
+    outcome = run_watch(
+        api, NS, JOB, [WorkerRef("Job", "train-worker")], timeout_seconds=10, retry=FAST
+    )
+
+    assert kube.get("jobs", "train-worker")["spec"]["parallelism"] == 0
+    assert [r.to_dict() for r in outcome.workers] == [
+        {"kind": "Job", "name": "train-worker", "scaled_down": True, "detail": "scaled to 0"}
+    ]
+
+
+def test_a_worker_that_no_longer_exists_counts_as_scaled_down(kube: FakeKube, api: Any) -> None:
+    kube.add_job(JOB)
+    kube.complete_job(JOB)
+
+    outcome = run_watch(api, NS, JOB, WORKERS, timeout_seconds=10, retry=FAST)
+
+    assert [r.to_dict() for r in outcome.workers] == [
+        {
+            "kind": "StatefulSet",
+            "name": STS,
+            "scaled_down": True,
+            "detail": "not found; nothing left to scale down",
+        }
+    ]
+
+
+def test_scale_down_retries_a_500(running_job: FakeKube, api: Any) -> None:
+    running_job.complete_job(JOB)
+    running_job.fail_next(500, method="PATCH", count=2)
+
+    outcome = run_watch(api, NS, JOB, WORKERS, timeout_seconds=10, retry=FAST)
+
+    assert outcome.workers_scaled_down is True
+    assert running_job.replicas(STS) == 0
+
+
+def test_scale_down_refused_is_reported_not_raised(running_job: FakeKube, api: Any) -> None:
+    running_job.complete_job(JOB)
+    running_job.fail_next(403, method="PATCH")
+
+    outcome = run_watch(api, NS, JOB, WORKERS, timeout_seconds=10, retry=FAST)
+
+    assert outcome.workers_scaled_down is False
+    assert outcome.describe().splitlines()[1] == (
+        f"workers NOT scaled to 0: StatefulSet/{STS} (HTTP 403 Forbidden)"
+    )
+    assert running_job.replicas(STS) == 2
+
+
+# --- faults ----------------------------------------------------------------------------------
+
+
+def test_watch_dropped_mid_stream_relists_and_sees_the_completion(
+    running_job: FakeKube, api: Any
+) -> None:
+    watch = Watch(running_job, api)
+    running_job.drop_watches()
+    running_job.complete_job(JOB)
+
+    assert watch.outcome().status.phase == "Succeeded"
+    assert (
+        running_job.count_requests("GET", f"/apis/batch/v1/namespaces/{NS}/jobs", watch=False) == 2
+    )
+
+
+def test_watch_500_is_retried(running_job: FakeKube, api: Any) -> None:
+    running_job.fail_next(500, watch=True)
+    watch = Watch(running_job, api)
+    running_job.complete_job(JOB)
+
+    assert watch.outcome().status.phase == "Succeeded"
+    assert any("HTTP 500 Internal Server Error" in m for m in watch.reported)
+
+
+def test_list_503_is_retried(running_job: FakeKube, api: Any) -> None:
+    running_job.fail_next(503, method="GET", watch=False, count=3)
+    watch = Watch(running_job, api)
+    running_job.complete_job(JOB)
+
+    assert watch.outcome().status.phase == "Succeeded"
+    assert sum("HTTP 503 Service Unavailable" in m for m in watch.reported) == 3
+
+
+def test_watch_error_event_410_relists_and_resumes(running_job: FakeKube, api: Any) -> None:
+    watch = Watch(running_job, api)
+    opened = running_job.watches_opened
+    running_job.expire_watches()
+    running_job.wait_for_watches(opened + 1)
+    running_job.complete_job(JOB)
+
+    assert watch.outcome().status.phase == "Succeeded"
+    assert "job default/train-master: watch expired (410 Gone); re-listing" in watch.reported
+
+
+def test_watch_http_410_relists_and_resumes(running_job: FakeKube, api: Any) -> None:
+    running_job.fail_next(410, watch=True)
+    watch = Watch(running_job, api)
+    running_job.complete_job(JOB)
+
+    assert watch.outcome().status.phase == "Succeeded"
+    assert "job default/train-master: watch expired (410 Gone); re-listing" in watch.reported
+
+
+def test_watch_starting_with_an_error_event_410_relists_and_resumes(
+    running_job: FakeKube, api: Any
+) -> None:
+    running_job.fail_next(410, watch=True, as_watch_event=True)
+    watch = Watch(running_job, api)
+    running_job.complete_job(JOB)
+
+    assert watch.outcome().status.phase == "Succeeded"
+
+
+def test_api_server_restart_keeping_state_resumes_the_watch(running_job: FakeKube, api: Any):
+    watch = Watch(running_job, api)
+    opened = running_job.watches_opened
+    running_job.restart(keep_state=True)
+    running_job.wait_for_watches(opened + 1)
+    running_job.complete_job(JOB)
+
+    assert watch.outcome().status.phase == "Succeeded"
+    assert running_job.replicas(STS) == 0
+
+
+def test_api_server_down_is_retried_until_it_returns(running_job: FakeKube, api: Any) -> None:
+    watch = Watch(running_job, api)
+    running_job.stop()
+    watch.wait_for_message(lambda m: "Connection refused" in m)
+    running_job.complete_job(JOB)
+    running_job.start()
+
+    assert watch.outcome().status.phase == "Succeeded"
+    assert running_job.replicas(STS) == 0
+
+
+def test_api_server_restart_losing_state_reports_the_job_deleted(
+    running_job: FakeKube, api: Any
+) -> None:
+    watch = Watch(running_job, api)
+    running_job.restart(keep_state=False)
+
+    outcome = watch.outcome()
+
+    assert (outcome.status.phase, outcome.status.message) == (
+        "Deleted",
+        "Job default/train-master no longer exists; it was deleted before it finished",
+    )
+    assert outcome.workers_scaled_down is True
+
+
+def test_the_fake_answers_a_watch_from_before_a_state_loss_with_410(
+    running_job: FakeKube, api: Any
+) -> None:
+    """What the watcher's re-list protects against, as a real API server behaves."""
+    from kubernetes import client, watch
+
+    old_version = client.BatchV1Api(api).list_namespaced_job(NS).metadata.resource_version
+    running_job.restart(keep_state=False)
+
+    batch = client.BatchV1Api(api)
+    stream = watch.Watch().stream(
+        batch.list_namespaced_job, NS, resource_version=old_version, timeout_seconds=5
+    )
+    with pytest.raises(client.ApiException) as raised:
+        next(stream)
+
+    assert raised.value.status == 410
+
+
+def test_forbidden_list_is_a_user_error_naming_the_permissions(running_job: FakeKube, api: Any):
+    running_job.fail_next(403, method="GET", watch=False)
+
+    with pytest.raises(ClusterAccessError) as raised:
+        run_watch(api, NS, JOB, WORKERS, timeout_seconds=10, retry=FAST)
+
+    assert str(raised.value) == (
+        "the Kubernetes API refused to watch Job default/train-master (HTTP 403 Forbidden); "
+        "the kubeconfig's identity needs, in namespace default: get/list/watch on jobs, list "
+        "on pods, get on pods/log, patch on statefulsets/scale and jobs"
+    )
+
+
+# --- timeout and progress --------------------------------------------------------------------
+
+
+def test_timeout_leaves_workers_running_and_says_how_to_resume(running_job: FakeKube, api: Any):
+    with pytest.raises(JobWatchTimeout) as raised:
+        run_watch(api, NS, JOB, WORKERS, timeout_seconds=0.3, retry=FAST)
+
+    assert str(raised.value) == (
+        "job default/train-master still running after 0.3s (Running: 1 active (1 ready), 0 succeeded, "
+        "0 failed); workers left running; run `pulumi up` again to keep watching"
+    )
+    assert running_job.replicas(STS) == 2
+    assert running_job.patches == []
+
+
+def test_watching_again_after_a_timeout_picks_up_the_finished_job(
+    running_job: FakeKube, api: Any
+) -> None:
+    with pytest.raises(JobWatchTimeout):
+        run_watch(api, NS, JOB, WORKERS, timeout_seconds=0.2, retry=FAST)
+    running_job.fail_job(JOB)  # while nobody watches
+
+    outcome = run_watch(api, NS, JOB, WORKERS, timeout_seconds=10, retry=FAST)
+
+    assert (outcome.status.phase, running_job.replicas(STS)) == ("Failed", 0)
+
+
+def test_progress_is_reported_on_every_status_change(running_job: FakeKube, api: Any) -> None:
+    watch = Watch(running_job, api, clock=lambda: 0.0)  # a frozen clock: elapsed is 0s
+    running_job.set_job_status(JOB, active=2, ready=1)
+    watch.wait_for_message(lambda m: "2 active (1 ready)" in m)
+    running_job.set_job_status(JOB, ready=2)
+    watch.wait_for_message(lambda m: "2 active (2 ready)" in m)
+    running_job.set_job_status(JOB, active=1, ready=1, failed=1)
+    watch.wait_for_message(lambda m: "1 failed" in m)
+    running_job.complete_job(JOB, succeeded=2)
+    watch.outcome()
+
+    prefix = "job default/train-master: "
+    assert [m.removeprefix(prefix) for m in watch.reported if m.startswith(prefix)] == [
+        "Running: 1 active (1 ready), 0 succeeded, 0 failed, 0s elapsed",
+        "Running: 2 active (1 ready), 0 succeeded, 0 failed, 0s elapsed",
+        "Running: 2 active (2 ready), 0 succeeded, 0 failed, 0s elapsed",
+        "Running: 1 active (1 ready), 0 succeeded, 1 failed, 0s elapsed",
+        "Succeeded: 0 active (0 ready), 2 succeeded, 1 failed, 0s elapsed",
+    ]
+    assert watch.reported[-1] == f"StatefulSet/{STS}: scaled to 0"
+
+
+def test_progress_is_repeated_while_nothing_changes(running_job: FakeKube, api: Any) -> None:
+    watch = Watch(running_job, api, progress_interval=0.05)
+    prefix = "job default/train-master: Running: 1 active (1 ready), 0 succeeded, 0 failed, "
+    repeated = [watch.wait_for_message(lambda m: m.startswith("job ")) for _ in range(3)]
+    running_job.complete_job(JOB)
+
+    assert [m.startswith(prefix) for m in repeated] == [True, True, True]
+    assert watch.outcome().status.phase == "Succeeded"
+
+
+# --- diagnosis -------------------------------------------------------------------------------
+
+
+def test_failed_init_container_is_diagnosed_and_its_log_read(running_job: FakeKube, api: Any):
+    running_job.add_pod(
+        "train-master-abcde",
+        job_name=JOB,
+        phase="Failed",
+        init_containers=[terminated("cluster-waiter", 1, "Error")],
+        containers=[waiting("chainer", "PodInitializing")],
+    )
+    running_job.set_log("train-master-abcde", "cluster-waiter", "worker-1 not reachable\n")
+    running_job.fail_job(JOB)
+
+    outcome = run_watch(api, NS, JOB, WORKERS, timeout_seconds=10, retry=FAST)
+
+    assert outcome.diagnosis is not None
+    assert outcome.diagnosis.render().splitlines() == [
+        "failed pods:",
+        "  train-master-abcde (Failed): init container cluster-waiter exited with code 1 (Error)",
+        "last 1 log line(s) of train-master-abcde/cluster-waiter:",
+        "  | worker-1 not reachable",
+    ]
+
+
+def test_restarted_container_failure_reads_the_previous_log(running_job: FakeKube, api: Any):
+    crashed = terminated("chainer", 2, "Error", message="bad flag")
+    running_job.add_pod(
+        "train-master-abcde",
+        job_name=JOB,
+        phase="Running",
+        containers=[running("chainer", last_terminated=crashed, restarts=1)],
+    )
+    running_job.set_log("train-master-abcde", "chainer", "usage: train.py\n", previous=True)
+    running_job.fail_job(JOB)
+
+    outcome = run_watch(api, NS, JOB, WORKERS, timeout_seconds=10, retry=FAST)
+
+    assert outcome.diagnosis is not None
+    assert outcome.diagnosis.render().splitlines() == [
+        "failed pods:",
+        "  train-master-abcde (Running): container chainer exited with code 2 (Error): "
+        "bad flag [1 restart(s)]",
+        "last 1 log line(s) of train-master-abcde/chainer:",
+        "  | usage: train.py",
+    ]
+
+
+def test_image_pull_failure_is_diagnosed(running_job: FakeKube, api: Any) -> None:
+    running_job.add_pod(
+        "train-master-abcde",
+        job_name=JOB,
+        phase="Pending",
+        containers=[waiting("chainer", "ImagePullBackOff", "Back-off pulling image")],
+    )
+    running_job.fail_job(JOB, reason="DeadlineExceeded", message="deadline")
+
+    outcome = run_watch(api, NS, JOB, WORKERS, timeout_seconds=10, retry=FAST)
+
+    assert outcome.diagnosis is not None
+    assert outcome.diagnosis.render().splitlines()[:2] == [
+        "failed pods:",
+        "  train-master-abcde (Pending): container chainer cannot run: ImagePullBackOff: "
+        "Back-off pulling image",
+    ]
+
+
+def test_pods_with_only_the_legacy_job_name_label_are_diagnosed(running_job: FakeKube, api: Any):
+    running_job.add_pod(
+        "train-master-abcde",
+        job_name=JOB,
+        containers=[terminated("chainer", 1)],
+        legacy_label_only=True,
+    )
+    running_job.fail_job(JOB)
+
+    outcome = run_watch(api, NS, JOB, WORKERS, timeout_seconds=10, retry=FAST)
+
+    assert outcome.diagnosis is not None
+    assert [p.pod for p in outcome.diagnosis.failed_pods] == ["train-master-abcde"]
+
+
+def test_a_job_without_pods_left_is_diagnosed_with_a_note(running_job: FakeKube, api: Any):
+    running_job.fail_job(JOB, reason="DeadlineExceeded", message="deadline")
+
+    outcome = run_watch(api, NS, JOB, WORKERS, timeout_seconds=10, retry=FAST)
+
+    assert outcome.diagnosis is not None
+    assert outcome.diagnosis.to_dict()["notes"] == [
+        "no pods of Job default/train-master are left to inspect"
+    ]
+
+
+def test_a_log_that_is_valid_json_is_kept_verbatim(running_job: FakeKube, api: Any) -> None:
+    running_job.add_pod("train-master-abcde", job_name=JOB, containers=[terminated("chainer", 1)])
+    running_job.set_log("train-master-abcde", "chainer", '{"loss": 1.5}\n')
+    running_job.fail_job(JOB)
+
+    outcome = run_watch(api, NS, JOB, WORKERS, timeout_seconds=10, retry=FAST)
+
+    assert outcome.diagnosis is not None
+    assert outcome.diagnosis.log_tail == ('{"loss": 1.5}',)
+
+
+# --- durations and credentials ---------------------------------------------------------------
+
+
+ACCEPTED = {"24h": 86400.0, "90m": 5400.0, "30s": 30.0, "1h30m": 5400.0, "3600": 3600.0, "0.5": 0.5}
+
+
+@pytest.mark.parametrize(("text", "seconds"), [*ACCEPTED.items(), (120, 120.0)])
+def test_parse_duration_accepts(text: str | int, seconds: float) -> None:
+    assert parse_duration(text, key="k", fix="f") == seconds
+
+
+@pytest.mark.parametrize("text", ["", "1d", "-5", "0", "ten minutes", "5m3h", "1.5h"])
+def test_parse_duration_rejects_with_key_value_and_fix(text: str) -> None:
+    with pytest.raises(UserError) as raised:
+        parse_duration(text, key="trainjobs:watchTimeout", fix="pulumi config set k 24h")
+
+    assert str(raised.value) == (
+        f"trainjobs:watchTimeout: {text!r} is not a positive duration; use seconds (3600) or a "
+        "duration such as 24h, 90m, 30s or 1h30m, e.g. `pulumi config set k 24h`"
+    )
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(86400, "24h"), (5400, "1h30m"), (61, "1m1s"), (0.3, "0.3s"), (0, "0s")]
+)
+def test_format_duration(seconds: float, text: str) -> None:
+    assert format_duration(seconds) == text
+
+
+def test_kubeconfig_content_is_used(kube: FakeKube, tmp_path: Path) -> None:
+    content = kube.write_kubeconfig(tmp_path / "config").read_text()
+
+    with load_api_client(content) as client:
+        assert client.configuration.host == kube.url
+
+
+def test_kubeconfig_path_is_used(kube: FakeKube, tmp_path: Path) -> None:
+    path = kube.write_kubeconfig(tmp_path / "config")
+
+    with load_api_client(str(path)) as client:
+        assert client.configuration.host == kube.url
+
+
+def test_kubeconfig_env_is_used(
+    kube: FakeKube, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(kube.write_kubeconfig(tmp_path / "config")))
+
+    with load_api_client() as client:
+        assert client.configuration.host == kube.url
+
+
+def test_no_credentials_anywhere_is_a_user_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+
+    with pytest.raises(UserError) as raised:
+        load_api_client()
+
+    assert str(raised.value) == (
+        "no Kubernetes credentials found: set KUBECONFIG, create ~/.kube/config, set `pulumi "
+        "config set --secret kubernetes:kubeconfig ...`, or run inside a cluster"
+    )
+
+
+def test_missing_kubeconfig_file_is_a_user_error(tmp_path: Path) -> None:
+    with pytest.raises(UserError) as raised:
+        load_api_client(str(tmp_path / "nope"))
+
+    assert str(raised.value) == f"kubeconfig file '{tmp_path / 'nope'}' does not exist"
+
+
+# --- the command line ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def kubeconfig_env(kube: FakeKube, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeKube:
+    monkeypatch.setenv("KUBECONFIG", str(kube.write_kubeconfig(tmp_path / "config")))
+    return kube
+
+
+def test_cli_watch_exits_0_when_the_job_succeeds(
+    kubeconfig_env: FakeKube, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kube = kubeconfig_env
+    kube.add_job(JOB)
+    kube.add_statefulset(STS)
+    kube.complete_job(JOB)
+
+    code = cli.main(["watch", JOB, "--namespace", NS, "--worker", f"statefulset/{STS}"])
+
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0
+    assert out[0].startswith("job default/train-master Succeeded (CompletionsReached: ")
+    assert out[1] == f"workers scaled to 0: StatefulSet/{STS}"
+    assert kube.replicas(STS) == 0
+
+
+def test_cli_watch_exits_1_with_the_diagnosis_when_the_job_fails(
+    kubeconfig_env: FakeKube, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kube = kubeconfig_env
+    kube.add_job(JOB)
+    kube.add_pod(
+        "train-master-abcde", job_name=JOB, containers=[terminated("chainer", 137, "OOMKilled")]
+    )
+    kube.set_log("train-master-abcde", "chainer", "Killed\n")
+    kube.fail_job(JOB)
+
+    code = cli.main(["watch", JOB])
+
+    progress, error, *report = capsys.readouterr().err.splitlines()
+    assert code == 1
+    assert (
+        progress
+        == "job default/train-master: Failed: 0 active (0 ready), 0 succeeded, 1 failed, 0s elapsed"
+    )
+    assert error.startswith("error: job default/train-master Failed (BackoffLimitExceeded: ")
+    assert report == [
+        "no workers to scale down",
+        "failed pods:",
+        "  train-master-abcde (Failed): container chainer exited with code 137 (OOMKilled)",
+        "last 1 log line(s) of train-master-abcde/chainer:",
+        "  | Killed",
+    ]
+
+
+def test_cli_watch_exits_1_on_timeout(
+    kubeconfig_env: FakeKube, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kubeconfig_env.add_job(JOB)
+    kubeconfig_env.start_job(JOB)
+
+    code = cli.main(["watch", JOB, "-n", NS, "--timeout", "0.3s"])
+
+    assert code == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "error: job default/train-master still running after 0.3s (Running: 1 active (1 ready), "
+        "0 succeeded, 0 failed); workers left running; run `trainjobs watch train-master "
+        "--namespace default` again to keep watching"
+    )
+
+
+def test_cli_watch_json_prints_the_outcome(
+    kubeconfig_env: FakeKube, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kubeconfig_env.add_job(JOB)
+    kubeconfig_env.fail_job(JOB, reason="DeadlineExceeded", message="deadline", failed=2)
+
+    code = cli.main(["watch", JOB, "--json"])
+
+    result = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert {k: result[k] for k in ("job", "phase", "reason", "failed", "timed_out")} == {
+        "job": "default/train-master",
+        "phase": "Failed",
+        "reason": "DeadlineExceeded",
+        "failed": 2,
+        "timed_out": False,
+    }
+
+
+def test_cli_watch_json_on_timeout_is_marked_timed_out(
+    kubeconfig_env: FakeKube, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kubeconfig_env.add_job(JOB)
+    kubeconfig_env.start_job(JOB)
+
+    code = cli.main(["watch", JOB, "--json", "--timeout", "0.2"])
+
+    result = json.loads(capsys.readouterr().out)
+    assert (code, result["phase"], result["timed_out"]) == (1, "Running", True)
+
+
+def test_cli_watch_bad_timeout_is_a_user_error(
+    kubeconfig_env: FakeKube, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = cli.main(["watch", JOB, "--timeout", "soon"])
+
+    assert code == 2
+    assert capsys.readouterr().err == (
+        "error: --timeout: 'soon' is not a positive duration; use seconds (3600) or a duration "
+        "such as 24h, 90m, 30s or 1h30m, e.g. `trainjobs watch train-master --timeout 24h`\n"
+    )
+
+
+def test_cli_watch_bad_worker_is_a_user_error(
+    kubeconfig_env: FakeKube, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = cli.main(["watch", JOB, "--worker", "deployment/x"])
+
+    assert code == 2
+    assert capsys.readouterr().err == (
+        "error: --worker 'deployment/x': expected statefulset/NAME or job/NAME\n"
+    )
+
+
+# --- the watcher owns the workers' size ---------------------------------------------------------
+
+
+def test_a_new_run_restores_workers_a_previous_run_scaled_to_zero(kube: FakeKube, api: Any) -> None:
+    kube.add_job(JOB)
+    kube.start_job(JOB)
+    kube.add_statefulset(STS, replicas=0)  # stopped by the watcher of an earlier run
+    watch = Watch(kube, api, workers=(WorkerRef("StatefulSet", STS, replicas=3),))
+
+    assert kube.replicas(STS) == 3
+    kube.complete_job(JOB, succeeded=1)
+    outcome = watch.outcome()
+
+    assert kube.replicas(STS) == 0
+    assert outcome.workers_scaled_down is True
+    assert watch.reported[0] == f"StatefulSet/{STS}: scaled to 3"
+
+
+def test_workers_of_a_finished_run_are_not_revived(kube: FakeKube, api: Any) -> None:
+    kube.add_job(JOB)
+    kube.start_job(JOB)
+    kube.complete_job(JOB, succeeded=1)
+    kube.add_statefulset(STS, replicas=0)
+
+    outcome = run_watch(api, NS, JOB, (WorkerRef("StatefulSet", STS, replicas=3),), retry=FAST)
+
+    assert (outcome.succeeded, kube.replicas(STS)) == (True, 0)
+
+
+def test_worker_size_round_trips_through_provider_inputs() -> None:
+    worker = WorkerRef("StatefulSet", STS, replicas=2)
+    assert worker.to_dict() == {"kind": "StatefulSet", "name": STS, "replicas": 2}
+    assert WorkerRef.from_dict({"kind": "StatefulSet", "name": STS, "replicas": 2.0}) == worker
+    assert WorkerRef.from_dict({"kind": "Job", "name": "w"}) == WorkerRef("Job", "w")
