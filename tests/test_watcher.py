@@ -840,3 +840,50 @@ def test_worker_size_round_trips_through_provider_inputs() -> None:
     assert worker.to_dict() == {"kind": "StatefulSet", "name": STS, "replicas": 2}
     assert WorkerRef.from_dict({"kind": "StatefulSet", "name": STS, "replicas": 2.0}) == worker
     assert WorkerRef.from_dict({"kind": "Job", "name": "w"}) == WorkerRef("Job", "w")
+
+
+# --- TFJob / PyTorchJob exit-code rules, as the Job controller applies our podFailurePolicy ----
+
+
+def test_exit_code_1_fails_the_job_at_once_and_the_watcher_says_why(kube: FakeKube, api: Any):
+    kube.add_job(JOB, backoff_limit=6)
+    kube.start_job(JOB)
+    kube.add_statefulset(STS, replicas=1)
+    kube.add_pod("train-master-0-abcde", job_name=JOB, containers=[terminated("tensorflow", 1)])
+    watch = Watch(kube, api)
+    # The controller matched the FailJob rule on the first failure: no retry.
+    kube.fail_job(
+        JOB,
+        reason="PodFailurePolicy",
+        message="Container tensorflow for pod default/train-master-0-abcde failed with exit "
+        "code 1 matching FailJob rule at index 0",
+        failed=1,
+    )
+    outcome = watch.outcome()
+    assert (outcome.status.phase, outcome.status.reason, outcome.status.failed) == (
+        "Failed",
+        "PodFailurePolicy",
+        1,
+    )
+    assert outcome.diagnosis is not None
+    pods = outcome.diagnosis.to_dict()["failed_pods"]
+    assert [(c["name"], c["exit_code"]) for p in pods for c in p["containers"]] == [
+        ("tensorflow", 1)
+    ]
+
+
+def test_exit_code_137_is_retried_and_the_job_can_still_succeed(kube: FakeKube, api: Any):
+    kube.add_job(JOB, backoff_limit=6)
+    kube.start_job(JOB)
+    kube.add_statefulset(STS, replicas=1)
+    watch = Watch(kube, api)
+    # 137 matches no FailJob rule: it counts against backoffLimit and a new pod starts.
+    kube.set_job_status(JOB, failed=1, active=1)
+    watch.wait_for_message(lambda line: "1 failed" in line)
+    kube.complete_job(JOB, succeeded=1)
+    outcome = watch.outcome()
+    assert (outcome.status.phase, outcome.status.succeeded, outcome.status.failed) == (
+        "Succeeded",
+        1,
+        1,
+    )
