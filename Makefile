@@ -41,6 +41,10 @@ lint: setup
 run: setup
 	$(BIN)/trainjobs run jobs/chainermn-mnist.yaml
 
+# The distributed example as Pulumi would register it, offline (mock runtime, no cluster).
+preview: setup
+	$(BIN)/trainjobs preview --stack chainermn-mnist --out out/preview/chainermn-mnist
+
 crds: setup
 	$(BIN)/trainjobs crds --out crds
 

@@ -29,8 +29,14 @@ ASSETS_VOLUME = "trainjobs-assets"
 KUBECTL_VOLUME = "trainjobs-kubectl"
 
 # Workers are exec targets: they sleep until told to stop, and exit 0 on SIGTERM at once
-# (a plain `sleep` as PID 1 would ignore SIGTERM and wait out the grace period).
-WORKER_COMMAND = ["sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]
+# (a plain `sleep` as PID 1 would ignore SIGTERM and wait out the grace period). The trap
+# also ends the background sleep, which would otherwise outlive the shell wherever the pod
+# has no PID namespace of its own to take it down.
+WORKER_COMMAND = [
+    "sh",
+    "-c",
+    "trap 'kill $! 2>/dev/null; wait $! 2>/dev/null; exit 0' TERM INT; while :; do sleep 3600 & wait $!; done",
+]
 
 # Open MPI (4.x) settings shared by master and workers: keep pod FQDNs as given, and keep
 # TCP traffic off loopback and the docker bridge some nodes still have.

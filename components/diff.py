@@ -38,14 +38,21 @@ from typing import Any
 
 import yaml
 
-from components.completion import REPLACE_ON as completion_replace_on
 from components.errors import UserError
 from components.manifests import dump_yaml, prepare_output_dir
 
 OPERATIONS = ("create", "update", "replace", "delete", "same")
-# Replace-on-change inputs of dynamic resources, from their providers' `diff`.
+# Replace-on-change inputs of dynamic resources, from their providers' `diff` (kept in step
+# with components.completion.REPLACE_ON by a test; not imported, to keep the CLI light).
 DYNAMIC_REPLACE_ON: dict[str, tuple[str, ...]] = {
-    "pulumi-python:dynamic/trainjobs:JobCompletion": completion_replace_on,
+    "pulumi-python:dynamic/trainjobs:JobCompletion": (
+        "namespace",
+        "job_name",
+        "job_uid",
+        "template_hash",
+        "workers",
+        "context",
+    ),
 }
 REDACTED = "[secret]"  # the marker components.preview writes for secret values
 DEFAULT_MAX_BYTES = 60 * 1024

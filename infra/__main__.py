@@ -5,6 +5,6 @@ Job stacks copy a profile into their `trainjobs:gpuPool` config, e.g.
 --stack gpu-a100 --json | jq -c .a100)"`.
 """
 
-from components.gpu import pools_from_config
+from components.gpu_pool import pools_from_config
 
 pools_from_config()

@@ -132,15 +132,20 @@ def test_workers_are_a_parallel_statefulset_of_sleeping_exec_targets(job):
     assert "args" not in container
 
 
-def test_worker_sleep_loop_exits_zero_on_sigterm_at_once():
-    process = subprocess.Popen(WORKER_COMMAND)
+def test_worker_sleep_loop_exits_zero_on_sigterm_at_once_and_leaves_nothing_behind():
+    process = subprocess.Popen(WORKER_COMMAND, start_new_session=True)
     try:
         # Give the shell time to install its trap, then stop it as the kubelet would.
         subprocess.run(["sleep", "0.3"], check=True)
         process.terminate()
         assert process.wait(timeout=5) == 0
+        subprocess.run(["sleep", "0.2"], check=True)
+        survivors = subprocess.run(
+            ["pgrep", "-s", str(process.pid)], capture_output=True, text=True
+        ).stdout.split()
+        assert survivors == []
     finally:
-        process.kill()
+        subprocess.run(["pkill", "-KILL", "-s", str(process.pid)], check=False)
 
 
 def test_master_job_passes_backoff_limit_and_deadline_through(job):

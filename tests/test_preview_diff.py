@@ -653,3 +653,10 @@ def test_secret_values_never_appear_in_a_diff():
     assert "hunter2" not in report and "correct-horse" not in report
     assert "-  password: '[secret]'\n+  password: '[secret, changed]'" in report
     assert "`stringData.password` updated" in comparison.resources[0].reason
+
+
+def test_the_watchers_replace_rules_match_its_provider():
+    from components.completion import REPLACE_ON
+    from components.diff import DYNAMIC_REPLACE_ON
+
+    assert DYNAMIC_REPLACE_ON["pulumi-python:dynamic/trainjobs:JobCompletion"] == REPLACE_ON

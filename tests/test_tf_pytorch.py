@@ -80,7 +80,7 @@ def test_tf_example_objects_in_creation_order():
     ]
     assert (job.completion_job, job.workers) == (
         "tf-mnist-chief",
-        [Workload("Job", "tf-mnist-worker"), Workload("StatefulSet", "tf-mnist-ps")],
+        [Workload("Job", "tf-mnist-worker", 2), Workload("StatefulSet", "tf-mnist-ps", 1)],
     )
 
 
@@ -232,7 +232,7 @@ def test_without_a_chief_worker_zero_succeeding_ends_the_job():
     assert manifest(job, "Job/tf-mnist-worker")["spec"]["successPolicy"] == {
         "rules": [{"succeededIndexes": "0"}]
     }
-    assert job.workers == [Workload("StatefulSet", "tf-mnist-ps")]
+    assert job.workers == [Workload("StatefulSet", "tf-mnist-ps", 1)]
 
 
 def test_parameter_servers_are_a_statefulset_scaled_down_at_the_end():
@@ -243,7 +243,7 @@ def test_parameter_servers_are_a_statefulset_scaled_down_at_the_end():
         1,
         "Parallel",
     )
-    assert Workload("StatefulSet", "tf-mnist-ps") in job.workers
+    assert Workload("StatefulSet", "tf-mnist-ps", 1) in job.workers
 
 
 # PyTorchJob
