@@ -35,7 +35,8 @@ KUBECTL_VOLUME = "trainjobs-kubectl"
 WORKER_COMMAND = [
     "sh",
     "-c",
-    "trap 'kill $! 2>/dev/null; wait $! 2>/dev/null; exit 0' TERM INT; while :; do sleep 3600 & wait $!; done",
+    "trap 'kill $! 2>/dev/null; wait $! 2>/dev/null; exit 0' TERM INT; "
+    "while :; do sleep 3600 & wait $!; done",
 ]
 
 # Open MPI (4.x) settings shared by master and workers: keep pod FQDNs as given, and keep
