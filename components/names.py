@@ -56,6 +56,17 @@ class JobNames:
         return f"{self.job}-worker" if worker_set is None else f"{self.job}-workerset-{worker_set}"
 
 
+def job_name_problem(job: str) -> Problem | None:
+    """Every kind names a headless Service after the job, so the name is a DNS-1035 label."""
+    if _DNS1035_LABEL.fullmatch(job):
+        return None
+    return Problem(
+        "metadata.name",
+        f"{job!r} is not a valid job name: use lowercase letters, digits and '-', "
+        "start with a letter and end with a letter or digit",
+    )
+
+
 def check_name_limits(names: JobNames, groups: list[tuple[str, str]]) -> list[Problem]:
     """Problems with the job name and every name derived from it.
 
@@ -63,14 +74,9 @@ def check_name_limits(names: JobNames, groups: list[tuple[str, str]]) -> list[Pr
     check of their own: `<statefulset>-<index>` stays within 63 for any sane replica count.
     """
     job = names.job
-    if not _DNS1035_LABEL.fullmatch(job):
-        return [
-            Problem(
-                "metadata.name",
-                f"{job!r} is not a valid job name: use lowercase letters, digits and '-', "
-                "start with a letter and end with a letter or digit",
-            )
-        ]
+    invalid = job_name_problem(job)
+    if invalid:
+        return [invalid]
     problems = []
     if len(names.master) > LABEL_MAX:
         problems.append(

@@ -10,20 +10,21 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from components.errors import Problem, SpecError
 from components.replicas import (
-    ReplicaGroup,
     ReplicaJobPlan,
     ReplicaSpecV1,
     RunPolicy,
     check_names,
-    group,
     index_check_script,
     require_commands,
+    v1_groups,
+    v1alpha1_groups,
+    validate,
 )
-from components.specs import ObjectMeta, OwnModel, PodTemplate, problem_from_pydantic
+from components.specs import ObjectMeta, OwnModel, PodTemplate
 
 KIND = "PyTorchJob"
 DEFAULT_PORT = 23456
@@ -96,69 +97,26 @@ MODELS: dict[str, type[BaseModel]] = {
 
 
 def parse(document: dict[str, Any], source: str, namespace: str = "default") -> ReplicaJobPlan:
-    model = MODELS.get(document.get("apiVersion", ""))
-    if model is None:
-        raise SpecError(
-            source,
-            [
-                Problem(
-                    "apiVersion",
-                    f"must be one of {', '.join(MODELS)} for a PyTorchJob "
-                    f"(got {document.get('apiVersion')!r})",
-                )
-            ],
-        )
-    try:
-        job = model.model_validate(document)
-    except ValidationError as error:
-        raise SpecError(source, [problem_from_pydantic(e) for e in error.errors()]) from None
+    job = validate(document, source, KIND, MODELS)
     problems: list[Problem] = []
     name = job.metadata.name
-    groups: list[ReplicaGroup] = []
     backoff_limit = deadline = None
     port = DEFAULT_PORT
     if isinstance(job, PyTorchJobV1):
-        for key, replica in job.spec.pytorch_replica_specs.items():
-            groups.append(
-                group(
-                    name,
-                    V1_TYPES[key],
-                    replica.replicas,
-                    replica.template,
-                    f"spec.pytorchReplicaSpecs.{key}",
-                    DEFAULT_CONTAINER,
-                    problems,
-                )
-            )
+        specs = job.spec.pytorch_replica_specs
+        groups = v1_groups(
+            name, specs, "pytorchReplicaSpecs", V1_TYPES, DEFAULT_CONTAINER, problems
+        )
         backoff_limit = job.spec.run_policy.backoff_limit
         deadline = job.spec.run_policy.active_deadline_seconds
         master_path = "spec.pytorchReplicaSpecs.Master"  # the missing key
     else:
+        assert isinstance(job, PyTorchJobV1Alpha1)
         port = job.spec.master_port
-        seen: dict[str, int] = {}
-        for index, replica in enumerate(job.spec.replica_specs):
-            path = f"spec.replicaSpecs[{index}]"
-            if replica.replica_type in seen:
-                problems.append(
-                    Problem(
-                        f"{path}.ReplicaType",
-                        f"{replica.replica_type} is already defined by "
-                        f"spec.replicaSpecs[{seen[replica.replica_type]}]; merge them",
-                    )
-                )
-                continue
-            seen[replica.replica_type] = index
-            groups.append(
-                group(
-                    name,
-                    V1ALPHA1_TYPES[replica.replica_type],
-                    replica.replicas,
-                    replica.template,
-                    path,
-                    DEFAULT_CONTAINER,
-                    problems,
-                )
-            )
+        entries = [(r.replica_type, r.replicas, r.template) for r in job.spec.replica_specs]
+        groups = v1alpha1_groups(
+            name, entries, "ReplicaType", V1ALPHA1_TYPES, DEFAULT_CONTAINER, problems
+        )
         master_path = "spec.replicaSpecs"
     masters = [g for g in groups if g.type == "master"]
     if not masters:

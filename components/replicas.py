@@ -22,15 +22,21 @@ does (batch/v1 successPolicy, Kubernetes 1.31+).
 from __future__ import annotations
 
 import copy
-import re
 from dataclasses import dataclass, field
+from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from components.errors import Problem
+from components.errors import Problem, SpecError
 from components.graph import REPLICA_TYPE, Graph, Manifest, common_labels, metadata, with_env
-from components.names import LABEL_MAX, STATEFULSET_MAX
-from components.specs import OwnModel, PodTemplate, check_pod_template, main_container
+from components.names import LABEL_MAX, STATEFULSET_MAX, job_name_problem
+from components.specs import (
+    OwnModel,
+    PodTemplate,
+    check_pod_template,
+    main_container,
+    problem_from_pydantic,
+)
 
 ASSETS_DIR = "/etc/trainjobs"
 BOOTSTRAP = f"{ASSETS_DIR}/bootstrap.sh"
@@ -39,8 +45,6 @@ PERMANENT_EXIT_CODES = list(range(1, 128))
 # Where a pod learns its index: Indexed Jobs annotate it, StatefulSets (1.28+) label it.
 INDEX_FROM_JOB = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 INDEX_FROM_STATEFULSET = "metadata.labels['apps.kubernetes.io/pod-index']"
-
-_DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
 class RunPolicy(OwnModel):
@@ -156,16 +160,85 @@ def group(
     return ReplicaGroup(replica_type, replicas, template, container, path, f"{job}-{replica_type}")
 
 
+def validate(
+    document: dict[str, Any], source: str, kind: str, models: dict[str, type[BaseModel]]
+) -> BaseModel:
+    """Pick the model for the document's apiVersion and validate it (SpecError otherwise)."""
+    model = models.get(document.get("apiVersion", ""))
+    if model is None:
+        got = document.get("apiVersion")
+        raise SpecError(
+            source,
+            [
+                Problem(
+                    "apiVersion", f"must be one of {', '.join(models)} for a {kind} (got {got!r})"
+                )
+            ],
+        )
+    try:
+        return model.model_validate(document)
+    except ValidationError as error:
+        raise SpecError(source, [problem_from_pydantic(e) for e in error.errors()]) from None
+
+
+def v1_groups(
+    job: str,
+    replica_specs: dict[str, ReplicaSpecV1],
+    field: str,
+    types: dict[str, str],
+    default_container: str,
+    problems: list[Problem],
+) -> list[ReplicaGroup]:
+    """Kubeflow v1: a map of replica type (`Worker`...) to replica spec."""
+    return [
+        group(
+            job,
+            types[key],
+            spec.replicas,
+            spec.template,
+            f"spec.{field}.{key}",
+            default_container,
+            problems,
+        )
+        for key, spec in replica_specs.items()
+    ]
+
+
+def v1alpha1_groups(
+    job: str,
+    entries: list[tuple[str, int, PodTemplate]],
+    type_field: str,
+    types: dict[str, str],
+    default_container: str,
+    problems: list[Problem],
+) -> list[ReplicaGroup]:
+    """The design docs' v1alpha1: a list of (replica type, replicas, template) entries, each
+    type at most once."""
+    groups: list[ReplicaGroup] = []
+    seen: dict[str, int] = {}
+    for index, (replica_type, replicas, template) in enumerate(entries):
+        path = f"spec.replicaSpecs[{index}]"
+        if replica_type in seen:
+            problems.append(
+                Problem(
+                    f"{path}.{type_field}",
+                    f"{replica_type} is already defined by "
+                    f"spec.replicaSpecs[{seen[replica_type]}]; merge them into one entry",
+                )
+            )
+            continue
+        seen[replica_type] = index
+        groups.append(
+            group(job, types[replica_type], replicas, template, path, default_container, problems)
+        )
+    return groups
+
+
 def check_names(job: str, groups: list[ReplicaGroup], extra_names: list[str]) -> list[Problem]:
     """The job name and every name derived from it must fit Kubernetes' limits."""
-    if not _DNS1035_LABEL.fullmatch(job):
-        return [
-            Problem(
-                "metadata.name",
-                f"{job!r} is not a valid job name: use lowercase letters, digits and '-', "
-                "start with a letter and end with a letter or digit",
-            )
-        ]
+    invalid = job_name_problem(job)
+    if invalid:
+        return [invalid]
     problems = []
     for replica_group in groups:
         kind = "StatefulSet" if replica_group.long_running else "Job"

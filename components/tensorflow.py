@@ -16,7 +16,7 @@ import json
 import shlex
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from components.errors import Problem, SpecError
 from components.replicas import (
@@ -25,11 +25,13 @@ from components.replicas import (
     ReplicaSpecV1,
     RunPolicy,
     check_names,
-    group,
     index_check_script,
     require_commands,
+    v1_groups,
+    v1alpha1_groups,
+    validate,
 )
-from components.specs import ObjectMeta, OwnModel, PodTemplate, problem_from_pydantic
+from components.specs import ObjectMeta, OwnModel, PodTemplate
 
 KIND = "TFJob"
 DEFAULT_PORT = 2222
@@ -107,68 +109,22 @@ MODELS: dict[str, type[BaseModel]] = {
 
 
 def parse(document: dict[str, Any], source: str, namespace: str = "default") -> ReplicaJobPlan:
-    model = MODELS.get(document.get("apiVersion", ""))
-    if model is None:
-        raise SpecError(
-            source,
-            [
-                Problem(
-                    "apiVersion",
-                    f"must be one of {', '.join(MODELS)} for a TFJob "
-                    f"(got {document.get('apiVersion')!r})",
-                )
-            ],
-        )
-    try:
-        job = model.model_validate(document)
-    except ValidationError as error:
-        raise SpecError(source, [problem_from_pydantic(e) for e in error.errors()]) from None
+    job = validate(document, source, KIND, MODELS)
     problems: list[Problem] = []
     name = job.metadata.name
-    groups: list[ReplicaGroup] = []
     backoff_limit = deadline = None
     port = DEFAULT_PORT
     if isinstance(job, TFJobV1):
-        for key, replica in job.spec.tf_replica_specs.items():
-            groups.append(
-                group(
-                    name,
-                    V1_TYPES[key],
-                    replica.replicas,
-                    replica.template,
-                    f"spec.tfReplicaSpecs.{key}",
-                    DEFAULT_CONTAINER,
-                    problems,
-                )
-            )
+        specs = job.spec.tf_replica_specs
+        groups = v1_groups(name, specs, "tfReplicaSpecs", V1_TYPES, DEFAULT_CONTAINER, problems)
         backoff_limit = job.spec.run_policy.backoff_limit
         deadline = job.spec.run_policy.active_deadline_seconds
     else:
-        seen: dict[str, int] = {}
-        for index, replica in enumerate(job.spec.replica_specs):
-            path = f"spec.replicaSpecs[{index}]"
-            if replica.tf_replica_type in seen:
-                problems.append(
-                    Problem(
-                        f"{path}.tfReplicaType",
-                        f"{replica.tf_replica_type} is already "
-                        f"defined by spec.replicaSpecs[{seen[replica.tf_replica_type]}]; "
-                        "merge them into one entry",
-                    )
-                )
-                continue
-            seen[replica.tf_replica_type] = index
-            groups.append(
-                group(
-                    name,
-                    V1ALPHA1_TYPES[replica.tf_replica_type],
-                    replica.replicas,
-                    replica.template,
-                    path,
-                    DEFAULT_CONTAINER,
-                    problems,
-                )
-            )
+        assert isinstance(job, TFJobV1Alpha1)
+        entries = [(r.tf_replica_type, r.replicas, r.template) for r in job.spec.replica_specs]
+        groups = v1alpha1_groups(
+            name, entries, "tfReplicaType", V1ALPHA1_TYPES, DEFAULT_CONTAINER, problems
+        )
         ports = {replica.tf_port for replica in job.spec.replica_specs}
         if len(ports) > 1:
             problems.append(

@@ -784,12 +784,7 @@ def scale_down_workers(
     A worker that no longer exists (404) counts as scaled down: nothing of it runs. The
     patches are idempotent, so a second watcher (a resumed `pulumi up`) can repeat them.
     """
-    results = []
-    for worker in workers:
-        result = _scale(api, namespace, worker, 0, retry, sleep)
-        report(f"{worker}: {result.detail}")
-        results.append(result)
-    return tuple(results)
+    return _scale_all(api, namespace, [(w, 0) for w in workers], retry, report, sleep)
 
 
 def restore_workers(
@@ -805,11 +800,21 @@ def restore_workers(
 
     Idempotent: a fresh workload is already at its size, and the patch changes nothing.
     """
+    sized = [(w, w.replicas) for w in workers if w.replicas is not None]
+    return _scale_all(api, namespace, sized, retry, report, sleep)
+
+
+def _scale_all(
+    api: ApiClient,
+    namespace: str,
+    targets: Sequence[tuple[WorkerRef, int]],
+    retry: RetryPolicy,
+    report: Reporter,
+    sleep: Callable[[float], None],
+) -> tuple[ScaleResult, ...]:
     results = []
-    for worker in workers:
-        if worker.replicas is None:
-            continue
-        result = _scale(api, namespace, worker, worker.replicas, retry, sleep)
+    for worker, count in targets:
+        result = _scale(api, namespace, worker, count, retry, sleep)
         report(f"{worker}: {result.detail}")
         results.append(result)
     return tuple(results)
