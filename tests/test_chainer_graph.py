@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import subprocess
 from pathlib import Path
@@ -41,17 +42,28 @@ def test_single_pod_job_is_a_config_map_and_a_job(job):
     assert (pod["automountServiceAccountToken"], "initContainers" in pod) == (False, False)
 
 
-def test_rbac_comes_after_the_assets_and_the_workload_after_rbac(job):
+def test_each_tier_depends_on_the_one_before_assets_then_rbac_then_workload(job):
     graph = graph_of(job)
-    rbac = {"ServiceAccount/demo-launcher", "Role/demo-launcher-role"}
-    binding = "RoleBinding/demo-launcher-rolebinding"
-    for key in rbac:
-        assert graph.get(key).depends_on == ("ConfigMap/demo-assets",)
-    assert set(graph.get(binding).depends_on) == {"ConfigMap/demo-assets", *rbac}
-    for key in ("Service/demo", "StatefulSet/demo-worker", "Job/demo-master"):
-        assert {"ConfigMap/demo-assets", binding, *rbac} <= set(graph.get(key).depends_on)
-    assert {"Service/demo", "StatefulSet/demo-worker"} <= set(
-        graph.get("Job/demo-master").depends_on
+    assert {n.key: n.depends_on for n in graph.nodes} == {
+        "ConfigMap/demo-assets": (),
+        "ServiceAccount/demo-launcher": ("ConfigMap/demo-assets",),
+        "Role/demo-launcher-role": ("ConfigMap/demo-assets",),
+        "RoleBinding/demo-launcher-rolebinding": (
+            "ServiceAccount/demo-launcher",
+            "Role/demo-launcher-role",
+        ),
+        "Service/demo": ("RoleBinding/demo-launcher-rolebinding",),
+        "StatefulSet/demo-worker": ("Service/demo",),
+        "Job/demo-master": ("StatefulSet/demo-worker",),
+    }
+
+
+def test_the_master_job_waits_for_every_worker_set(job):
+    worker = job["spec"].pop("worker")
+    job["spec"]["workerSets"] = {"a": worker, "b": copy.deepcopy(worker)}
+    assert graph_of(job).get("Job/demo-master").depends_on == (
+        "StatefulSet/demo-workerset-a",
+        "StatefulSet/demo-workerset-b",
     )
 
 

@@ -56,26 +56,20 @@ def test_every_kubernetes_object_is_parented_to_the_component(distributed):
 
 
 def test_depends_on_edges_order_assets_then_rbac_then_workload(distributed):
-    resources = {(r.type.split(":")[-1], r.name): r for r in distributed.resources}
-    edges = {key[0]: names_of(distributed, r.dependencies) for key, r in resources.items()}
-    assets, account, role = (
-        "chainermn-mnist-assets",
-        "chainermn-mnist-launcher",
-        "chainermn-mnist-launcher-role",
-    )
-    binding = "chainermn-mnist-launcher-rolebinding"
-    assert edges["ConfigMap"] == set()
-    assert edges["ServiceAccount"] == edges["Role"] == {assets}
-    assert edges["RoleBinding"] == {assets, account, role}
-    assert edges["Service"] == {assets, account, role, binding}
-    assert edges["StatefulSet"] == {assets, account, role, binding, "chainermn-mnist"}
-    assert edges["Job"] == {
-        assets,
-        account,
-        role,
-        binding,
-        "chainermn-mnist",
-        "chainermn-mnist-worker",
+    edges = {
+        r.name: names_of(distributed, r.dependencies) for r in distributed.kubernetes_objects()
+    }
+    assert edges == {
+        "chainermn-mnist-assets": set(),
+        "chainermn-mnist-launcher": {"chainermn-mnist-assets"},
+        "chainermn-mnist-launcher-role": {"chainermn-mnist-assets"},
+        "chainermn-mnist-launcher-rolebinding": {
+            "chainermn-mnist-launcher",
+            "chainermn-mnist-launcher-role",
+        },
+        "chainermn-mnist": {"chainermn-mnist-launcher-rolebinding"},
+        "chainermn-mnist-worker": {"chainermn-mnist"},
+        "chainermn-mnist-master": {"chainermn-mnist-worker"},
     }
 
 
@@ -258,13 +252,7 @@ def test_preview_writes_each_object_and_a_graph_summary(tmp_path, capsys):
         "type": "kubernetes:apps/v1:StatefulSet",
         "name": "chainermn-mnist-worker",
         "parent": f"{CHAINER}::chainermn-mnist",
-        "dependsOn": [
-            "kubernetes:core/v1:ConfigMap::chainermn-mnist-assets",
-            "kubernetes:core/v1:Service::chainermn-mnist",
-            "kubernetes:core/v1:ServiceAccount::chainermn-mnist-launcher",
-            "kubernetes:rbac.authorization.k8s.io/v1:Role::chainermn-mnist-launcher-role",
-            "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding::chainermn-mnist-launcher-rolebinding",
-        ],
+        "dependsOn": ["kubernetes:core/v1:Service::chainermn-mnist"],
         "ignoreChanges": ["spec.replicas"],
         "deleteBeforeReplace": False,
     }

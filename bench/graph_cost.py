@@ -1,0 +1,122 @@
+"""Graph cost: rendering 1, 10, 100 and 1000 ChainerJobs with `trainjobs render`'s code path.
+
+For each size N, the measured path is what `trainjobs render` does per job: validate the spec
+(`jobtypes.parse`), build the graph, write one YAML file per object. The baseline, in the
+same run, writes the same manifests (prepared beforehand) as YAML files: the serialization
+and I/O any renderer pays, so the ratio is what validation and graph building add.
+
+Usage: ``.venv/bin/python bench/graph_cost.py [--repeats 5] [--out FILE]`` (Markdown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from components import jobtypes
+from components.manifests import prepare_output_dir, write_manifests
+
+REPO = Path(__file__).resolve().parent.parent
+SIZES = (1, 10, 100, 1000)
+
+
+def job_documents(count: int) -> list[dict]:
+    template = yaml.safe_load((REPO / "jobs" / "chainermn-mnist.yaml").read_text())
+    documents = []
+    for index in range(count):
+        document = copy.deepcopy(template)
+        document["metadata"]["name"] = f"job-{index:04d}"
+        documents.append(document)
+    return documents
+
+
+def render_all(documents: list[dict], out: Path) -> None:
+    for document in documents:
+        job = jobtypes.parse(document, "bench.yaml")
+        job_dir = out / job.name
+        prepare_output_dir(job_dir)
+        write_manifests(job.graph.manifests(), job_dir)
+
+
+def write_only(manifests: list[list[dict]], out: Path) -> None:
+    for index, objects in enumerate(manifests):
+        job_dir = out / f"job-{index:04d}"
+        prepare_output_dir(job_dir)
+        write_manifests(objects, job_dir)
+
+
+def timed(action) -> float:
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+def measure(repeats: int) -> list[dict[str, float]]:
+    rows = []
+    for size in SIZES:
+        documents = job_documents(size)
+        manifests = [jobtypes.parse(d, "bench.yaml").graph.manifests() for d in documents]
+        rendered, baseline = [], []
+        for _ in range(repeats):  # alternate, so drift hits both sides alike
+            with tempfile.TemporaryDirectory() as out:
+                rendered.append(timed(lambda o=out, d=documents: render_all(d, Path(o))))
+            with tempfile.TemporaryDirectory() as out:
+                baseline.append(timed(lambda o=out, m=manifests: write_only(m, Path(o))))
+        rows.append(
+            {
+                "size": size,
+                "render": statistics.median(rendered),
+                "render_min": min(rendered),
+                "render_max": max(rendered),
+                "baseline": statistics.median(baseline),
+            }
+        )
+    return rows
+
+
+def render_markdown(rows: list[dict[str, float]], repeats: int) -> str:
+    lines = [
+        "## Graph cost: `trainjobs render` of N ChainerJobs",
+        "",
+        f"Median of {repeats} alternating repeats; the baseline writes the same manifests as "
+        "YAML without validating or building them.",
+        "",
+        "| jobs | render (median) | min-max | per job | baseline (write only) | ratio |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in rows:
+        per_job = row["render"] / row["size"]
+        lines.append(
+            f"| {row['size']} | {row['render'] * 1000:.1f} ms | "
+            f"{row['render_min'] * 1000:.1f}-{row['render_max'] * 1000:.1f} ms | "
+            f"{per_job * 1000:.2f} ms | {row['baseline'] * 1000:.1f} ms | "
+            f"{row['render'] / row['baseline']:.2f}x |"
+        )
+    per_job = {row["size"]: row["render"] / row["size"] for row in rows}
+    drift = per_job[1000] / per_job[100]
+    lines += [
+        "",
+        f"Scaling: the per-job cost at 1000 jobs is {drift:.2f}x the per-job cost at 100 "
+        f"({'linear' if 0.8 <= drift <= 1.25 else 'NOT linear'}: within 0.8-1.25x counts as "
+        "linear). The single-job figure carries fixed costs (first-call caches).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    args.out.write_text(render_markdown(measure(args.repeats), args.repeats), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
