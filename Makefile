@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 APT_PACKAGES := openmpi-bin libopenmpi-dev iproute2
 
-.PHONY: setup system-deps test lint run preview crds clean
+.PHONY: setup system-deps test lint run preview crds images bench clean
 
 setup: $(STAMP)
 
@@ -19,12 +19,14 @@ system-deps:
 	fi
 
 # chainer and mpi4py build from sdists with the pinned setuptools and wheel, so those come
-# first and the rest installs without build isolation (see requirements.txt).
+# first and the rest installs without build isolation; torch comes last, without its declared
+# dependencies (it asks for a newer setuptools than chainer allows; see requirements.txt).
 $(STAMP): requirements.txt pyproject.toml
 	$(MAKE) --no-print-directory system-deps
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check $$(grep -E '^(setuptools|wheel)==' requirements.txt | cut -d' ' -f1)
-	$(BIN)/pip install --quiet --disable-pip-version-check --no-build-isolation -r requirements.txt
+	grep -vE '^torch==' requirements.txt | $(BIN)/pip install --quiet --disable-pip-version-check --no-build-isolation -r /dev/stdin
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps $$(grep -E '^torch==' requirements.txt | cut -d' ' -f1)
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 
@@ -45,8 +47,16 @@ run: setup
 preview: setup
 	$(BIN)/trainjobs preview --stack chainermn-mnist --out out/preview/chainermn-mnist
 
+# Benchmarks (not tests): rewrites bench/RESULTS.md. Run on an otherwise idle machine.
+bench: setup
+	$(BIN)/python bench/run_all.py
+
 crds: setup
 	$(BIN)/trainjobs crds --out crds
+
+# Regenerate images/*/Dockerfile from the image declarations (components/images.py).
+images: setup
+	$(BIN)/trainjobs dockerfiles --out images
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .ruff_cache

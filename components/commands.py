@@ -10,6 +10,7 @@ from pathlib import Path
 
 from components import crds, jobtypes
 from components.diff import add_report_arguments, check_against, register_diff, report_against
+from components.dockerfiles import register_dockerfiles
 from components.errors import SpecError
 from components.graph import DEFAULT_KUBECTL_IMAGE, GraphOptions
 from components.local.cli import register_run
@@ -111,4 +112,5 @@ REGISTRARS: list[Registrar] = [
     register_watch,
     register_run,
     register_preflight,
+    register_dockerfiles,
 ]

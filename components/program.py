@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import glob
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pulumi
@@ -15,6 +15,7 @@ from components.component import TrainingJob
 from components.errors import Problem, SpecError, UserError
 from components.gpu import SchedulingProfile, apply_scheduling
 from components.graph import DEFAULT_KUBECTL_IMAGE, GraphOptions
+from components.images import check_images_on_pool, image_pins_from_config, pin_images
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,8 @@ class StackSettings:
     graph_options: GraphOptions
     gpu_pool: SchedulingProfile | None = None
     preflight: bool = True
+    images: dict[str, str] = field(default_factory=dict)
+    """`trainjobs:images`: image reference as jobs name it -> `repo@sha256:...`."""
 
     @classmethod
     def from_config(cls, config: pulumi.Config) -> StackSettings:
@@ -38,6 +41,7 @@ class StackSettings:
             ),
             gpu_pool=SchedulingProfile.from_config(config.get("gpuPool")),
             preflight=config.get_bool("preflight") is not False,
+            images=image_pins_from_config(config.get("images")),
         )
 
 
@@ -107,7 +111,11 @@ def load_jobs(settings: StackSettings) -> list[jobtypes.JobDefinition]:
     if errors:
         raise UserError("\n".join(errors))
     if settings.gpu_pool is not None:
+        check_images_on_pool([job.graph for job in jobs], settings.gpu_pool)
         jobs = [replace(job, graph=apply_scheduling(job.graph, settings.gpu_pool)) for job in jobs]
+    if settings.images:
+        # After scheduling, before pre-flight: pre-flight checks the pinned digests in ECR.
+        jobs = [replace(job, graph=pin_images(job.graph, settings.images)) for job in jobs]
     return jobs
 
 

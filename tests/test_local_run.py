@@ -362,7 +362,7 @@ def test_an_undeclared_image_is_refused_with_how_to_declare_or_map_it(tmp_path: 
         "be mapped. Declare it in components/images.py (an Image in IMAGES: its files as "
         "in-image path -> repository file, and its pinned Python packages), or run it as a "
         "declared image with --map-image example.com/mine:1=DECLARED (declared: "
-        "registry.k8s.io/kubectl:v1.34.2, trainjobs/chainer:7.8.1, trainjobs/chainermn:7.8.1)\n"
+        f"{', '.join(sorted(images.IMAGES))})\n"
     )
     assert not (tmp_path / "run").exists()
 

@@ -8,9 +8,10 @@ reach nothing but each other; two concurrent runs never see each other either.
 
 Names resolve per namespace the way cluster DNS resolves them for a headless Service:
 ``/etc/netns/<netns>/hosts`` (which ``ip netns exec`` bind-mounts over ``/etc/hosts``) lists
-``<pod>.<svc>.<ns>.svc.cluster.local`` and its shorter forms down to the bare ``<pod>``, and
-``resolv.conf`` carries the cluster's search path and no nameserver, so no lookup leaves the
-pod.
+``<pod>.<svc>.<ns>.svc.cluster.local`` and its shorter forms down to the bare ``<pod>``, plus
+``<service>.<ns>.svc.cluster.local`` and its shorter forms for a Service that selects only
+that pod, and ``resolv.conf`` carries the cluster's search path and no nameserver, so no lookup
+leaves the pod.
 
 Without root (or ``--network loopback``) pods share the host's network: processes on
 loopback, pod names unresolved (Open MPI then uses the addresses its daemons report, which is
@@ -40,6 +41,9 @@ PREFIX = "tj-"
 CLUSTER_DOMAIN = "cluster.local"
 _MAX_PODS = 253
 
+PodName = tuple[str, str, str | None, tuple[str, ...]]
+"""A pod's name, hostname, subdomain and the Services that resolve to it alone."""
+
 
 @dataclass(frozen=True)
 class PodHost:
@@ -50,19 +54,31 @@ class PodHost:
     subdomain: str | None
     address: str
     netns: str | None
+    services: tuple[str, ...] = ()
+    """Services that select this pod alone: cluster DNS answers their names with its address."""
 
     def dns_names(self, namespace: str) -> list[str]:
-        """Longest first, as Kubernetes writes a pod's own /etc/hosts line."""
-        if not self.subdomain:
-            return [self.hostname]
-        base = f"{self.hostname}.{self.subdomain}"
-        return [
-            f"{base}.{namespace}.svc.{CLUSTER_DOMAIN}",
-            f"{base}.{namespace}.svc",
-            f"{base}.{namespace}",
-            base,
-            self.hostname,
-        ]
+        """Longest first, as Kubernetes writes a pod's own /etc/hosts line; Service names last."""
+        names = [self.hostname]
+        if self.subdomain:
+            base = f"{self.hostname}.{self.subdomain}"
+            names = [
+                f"{base}.{namespace}.svc.{CLUSTER_DOMAIN}",
+                f"{base}.{namespace}.svc",
+                f"{base}.{namespace}",
+                base,
+                self.hostname,
+            ]
+        for service in self.services:
+            for name in (
+                f"{service}.{namespace}.svc.{CLUSTER_DOMAIN}",
+                f"{service}.{namespace}.svc",
+                f"{service}.{namespace}",
+                service,
+            ):
+                if name not in names:
+                    names.append(name)
+        return names
 
 
 def hosts_file(hosts: list[PodHost], namespace: str) -> str:
@@ -94,8 +110,11 @@ class LoopbackNetwork:
 
     mode = "loopback"
 
-    def __init__(self, pods: list[tuple[str, str, str | None]]) -> None:
-        self.hosts = [PodHost(pod, host, sub, "127.0.0.1", None) for pod, host, sub in pods]
+    def __init__(self, pods: list[PodName]) -> None:
+        self.hosts = [
+            PodHost(pod, host, sub, "127.0.0.1", None, services)
+            for pod, host, sub, services in pods
+        ]
 
     def up(self) -> None:
         return None
@@ -109,7 +128,7 @@ class NamespaceNetwork:
 
     mode = "netns"
 
-    def __init__(self, run_id: str, namespace: str, pods: list[tuple[str, str, str | None]]):
+    def __init__(self, run_id: str, namespace: str, pods: list[PodName]):
         if len(pods) > _MAX_PODS:
             raise UserError(f"local runs support at most {_MAX_PODS} pods (got {len(pods)})")
         self.run_id = run_id
@@ -119,8 +138,8 @@ class NamespaceNetwork:
         addresses = list(subnet.hosts())
         self.prefix_length = subnet.prefixlen
         self.hosts = [
-            PodHost(pod, host, sub, str(addresses[index]), f"{PREFIX}{run_id}-{pod}")
-            for index, (pod, host, sub) in enumerate(pods)
+            PodHost(pod, host, sub, str(addresses[index]), f"{PREFIX}{run_id}-{pod}", services)
+            for index, (pod, host, sub, services) in enumerate(pods)
         ]
 
     def veth(self, index: int) -> str:

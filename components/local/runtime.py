@@ -3,29 +3,37 @@
 One local pod per replica (see :mod:`components.local.cluster`), each in its own network
 namespace when root (:mod:`components.local.network`), containers as host processes with
 their image paths mapped (:mod:`components.local.containers`), and the generated assets
-(hostfile, rsh agent, cluster waiter) used exactly as on a cluster, against the kubectl
-stand-in (:mod:`components.local.kubectl`) whose "API server" is ``pods.json`` in the run
-directory.
+(hostfile, rsh agent, cluster waiter, bootstrap script) used exactly as on a cluster, against
+the kubectl stand-in (:mod:`components.local.kubectl`) whose "API server" is ``pods.json`` in
+the run directory.
 
 Kubernetes semantics kept, and where they live:
 
-- worker pods (StatefulSet) start first and are restarted when their container exits
-  (restartPolicy Always; the back-off is 0, 1, 2, 4... up to 10 s instead of 10 s to 5 min),
-  and they are recreated if the whole pod dies;
-- the master pod (the completion Job) runs its init containers in order (kubectl delivery,
-  then the cluster waiter), then its containers; a failure is retried per restartPolicy
-  (Never: a new pod, init containers again; OnFailure: the failed container again, in the
-  same pod) until failures exceed ``backoffLimit`` (default 6): outcome Failed, reason
-  BackoffLimitExceeded. Locally there is no delay between retries;
-- ``activeDeadlineSeconds`` counts from the job's start across retries; on expiry the master
-  is stopped: outcome Failed, reason DeadlineExceeded;
-- when the master's outcome is known the workers are stopped (the scale-to-0);
+- StatefulSet pods (ChainerJob workers, TFJob parameter servers) start first and are restarted
+  when their container exits (restartPolicy Always; the back-off is 0, 1, 2, 4... up to 10 s
+  instead of 10 s to 5 min), and they are recreated if the whole pod dies;
+- every Job (:class:`_JobRun`) runs a pod per completion index: the ChainerJob master, or
+  each index of a TFJob/PyTorchJob replica type's Indexed Job. A pod runs its init containers
+  in order (kubectl delivery, then the cluster waiter), then its containers; a failure is
+  retried per restartPolicy (Never: a new pod for the index, init containers again;
+  OnFailure: the failed container again, in the same pod) until the Job's failures exceed
+  ``backoffLimit`` (default 6): Failed, reason BackoffLimitExceeded. ``podFailurePolicy``
+  exit-code rules come first: FailJob fails the Job at once (reason PodFailurePolicy: the
+  TFJob design's permanent exit codes 1-127), Ignore retries without counting. Locally there
+  is no delay between retries;
+- a Job is Complete when every index succeeded, or the indexes its ``successPolicy`` names
+  (Kubeflow's "worker 0 decides" when there is no chief);
+- ``activeDeadlineSeconds`` counts from the job's start across retries; on expiry the Job's
+  pods are stopped: Failed, reason DeadlineExceeded;
+- the completion Job's outcome is the job's outcome; a Failed condition of any other Job fails
+  the job too, as Kubeflow fails a TFJob or PyTorchJob on any replica's permanent error;
+- when the outcome is known every other pod is stopped (the scale-to-0);
 - stopping a pod sends SIGTERM to each container's main process and, once it exits or after
   ``terminationGracePeriodSeconds`` (default 30), SIGKILL to everything left in the pod;
 - pods that request ``nvidia.com/gpu`` stay Pending (Unschedulable): the local node offers
-  no GPUs. A master that cannot be scheduled fails the job at once, since nothing local
-  could ever make room for it; unschedulable workers are left to the cluster waiter, which
-  names them when it gives up.
+  no GPUs. A completion Job pod that cannot be scheduled fails the job at once, since
+  nothing local could ever make room for it; unschedulable workers are left to the cluster
+  waiter, which names them when it gives up.
 
 Nothing leaks: whatever happens (success, failure, deadline, an exception, SIGINT or SIGTERM),
 the ``finally`` path stops every pod, kills any process that still carries the run's marker
@@ -56,7 +64,14 @@ from components import images
 from components.errors import UserError
 from components.jobtypes import JobDefinition
 from components.local import containers
-from components.local.cluster import GPU_RESOURCE, ClusterPlan, PodPlan, plan_cluster
+from components.local.cluster import (
+    GPU_RESOURCE,
+    ClusterPlan,
+    ExitCodeRule,
+    JobPlan,
+    PodPlan,
+    plan_cluster,
+)
 from components.local.kubectl import POD_ENV, REGISTRY_ENV
 from components.local.network import (
     NETNS_RUN,
@@ -99,19 +114,24 @@ class RunResult:
     outcome: str
     """Succeeded, Failed or Interrupted."""
     reason: str
-    """Completed, BackoffLimitExceeded, DeadlineExceeded, Unschedulable, Error (a fault of
-    the runtime itself), or the signal that interrupted the run (SIGINT, SIGTERM, SIGHUP)."""
+    """Completed, BackoffLimitExceeded, PodFailurePolicy, DeadlineExceeded, Unschedulable,
+    Error (a fault of the runtime itself), or the signal that interrupted the run (SIGINT,
+    SIGTERM, SIGHUP)."""
     message: str
     exit_code: int
     duration_seconds: float
     attempts: int
-    """How many times the master's command (or its init containers) ran."""
+    """How many times a Job's pod command (or its init containers) ran, over every Job."""
     retries: int
     backoff_limit: int
+    """The completion Job's."""
     run_dir: Path
     run_id: str
     network: str
     leftovers: list[str]
+    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per Job: its condition (Complete, Failed, or Active when stopped by the scale-to-0),
+    reason, attempts, retries and succeeded indexes."""
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -127,6 +147,7 @@ class RunResult:
             "runId": self.run_id,
             "network": self.network,
             "leftovers": self.leftovers,
+            "jobs": self.jobs,
         }
 
 
@@ -171,7 +192,8 @@ def _check_images(plan: ClusterPlan, aliases: dict[str, str]) -> None:
                     installed = importlib.metadata.version(name)
                 except importlib.metadata.PackageNotFoundError:
                     installed = None
-                if installed != version:
+                # PEP 440: '==2.13.0' matches a local build such as torch's 2.13.0+cpu.
+                if installed is None or installed.split("+", 1)[0] != version:
                     have = f"has {installed}" if installed else "does not have it"
                     raise UserError(
                         f"image {image.reference} needs {requirement} in the Python that runs "
@@ -220,6 +242,9 @@ class _PodRun:
         }
         self.sandbox: Sandbox | None = None
         self.deleted = False
+        self.stage = 0
+        """Job pods: init container ``stage`` runs; past the last one, the containers run."""
+        self.attempts = 0
         self.processes: dict[str, ContainerProcess] = {}
         self.restarts: dict[str, int] = {}
         self.restart_at: dict[str, float] = {}
@@ -240,8 +265,8 @@ class _PodRun:
             address=self.host.address,
             node="localhost",
             service_account=self.plan.spec.get("serviceAccountName") or "default",
-            labels=dict((self.plan.template.get("metadata") or {}).get("labels") or {}),
-            annotations=dict((self.plan.template.get("metadata") or {}).get("annotations") or {}),
+            labels=self.plan.labels,
+            annotations=self.plan.annotations,
             config_maps=self.run.plan.config_maps,
         )
         base = {
@@ -254,6 +279,7 @@ class _PodRun:
             # Local pods share this machine's cores, but Open MPI sees one node per pod and
             # would busy-poll on each: ranks must yield, or 3 ranks on 2 cores crawl.
             "OMPI_MCA_mpi_yield_when_idle": "1",
+            **self.plan.controller_env,
         }
         env = containers.container_env(container, image, base, context, where)
         paths = containers.path_map(container, image, self.volume_dirs, where)
@@ -372,6 +398,200 @@ class _PodRun:
         }
 
 
+class _JobRun:
+    """One batch/v1 Job: a pod per completion index, retried and judged as the Job controller
+    judges it (see the module docstring). ``condition`` is None while the Job is active."""
+
+    def __init__(self, plan: JobPlan, pods: list[_PodRun], run: _Run) -> None:
+        self.plan = plan
+        self.pods = pods
+        self.run = run
+        self.attempts = 0
+        self.retries = 0
+        self.failures = 0
+        """Failures counted against backoffLimit (not those a podFailurePolicy Ignores)."""
+        self.succeeded: set[int] = set()
+        self.condition: tuple[str, str, str] | None = None
+        """(Complete or Failed, reason, message) once the Job is finished."""
+
+    @property
+    def name(self) -> str:
+        return self.plan.name
+
+    def active(self) -> list[_PodRun]:
+        """Pods created and not finished (Pending while init containers run)."""
+        return [
+            pod
+            for pod in self.pods
+            if pod.sandbox is not None and pod.phase in ("Pending", "Running")
+        ]
+
+    def status(self) -> dict[str, Any]:
+        state, reason, _ = self.condition or ("Active", None, None)
+        return {
+            "condition": state,
+            "reason": reason,
+            "attempts": self.attempts,
+            "retries": self.retries,
+            "succeededIndexes": sorted(self.succeeded),
+        }
+
+    def start(self) -> None:
+        """Create a pod for every index; unschedulable ones stay Pending."""
+        for pod in self.pods:
+            if pod.unschedulable:
+                self.run.sink.event(
+                    f"pod {pod.name} stays Pending (Unschedulable): {pod.unschedulable}"
+                )
+                continue
+            self._begin_attempt(pod)
+
+    def check_deadline(self, elapsed: float) -> None:
+        """activeDeadlineSeconds: stop the Job's pods and fail it once the deadline passed."""
+        deadline = self.plan.active_deadline_seconds
+        if self.condition is not None or deadline is None or elapsed < deadline:
+            return
+        active = self.active()
+        if active:
+            names = ", ".join(pod.name for pod in active)
+            self.run.sink.event(
+                f"activeDeadlineSeconds ({deadline}s) exceeded: stopping "
+                f"pod{'s' if len(active) > 1 else ''} {names}"
+            )
+        for pod in active:
+            pod.stop(pod.plan.grace_seconds)
+            pod.phase = "Failed"
+        self.run.publish()
+        self.condition = (
+            "Failed",
+            "DeadlineExceeded",
+            f"Job was active longer than specified deadline ({deadline}s), during attempt "
+            f"{self.attempts}",
+        )
+
+    def step(self) -> None:
+        """Advance every running pod; set ``condition`` when the Job finishes."""
+        for pod in self.active():
+            failure = self._step_pod(pod)
+            if failure is not None:
+                self._failed(pod, failure)
+                if self.condition is not None:
+                    return
+        required = self.plan.succeeded_indexes
+        if required is None:
+            required = {pod.plan.index or 0 for pod in self.pods}
+        if required <= self.succeeded:
+            names = [pod.name for pod in self.pods if (pod.plan.index or 0) in required]
+            policy = " (successPolicy)" if self.plan.succeeded_indexes is not None else ""
+            self.condition = (
+                "Complete",
+                "Completed",
+                f"pod{'s' if len(names) > 1 else ''} {', '.join(names)} succeeded{policy}",
+            )
+
+    def _begin_attempt(self, pod: _PodRun) -> None:
+        self.attempts += 1
+        pod.attempts += 1
+        total = self.plan.backoff_limit + 1
+        self.run.sink.event(f"pod {pod.name}: attempt {pod.attempts} of at most {total}")
+        pod.create()
+        pod.stage = 0
+        self._start_stage(pod)
+
+    def _start_stage(self, pod: _PodRun) -> None:
+        """Stage i < len(init) runs init container i; the last stage runs all containers."""
+        if pod.stage < len(pod.init_names):
+            pod.start(pod.init_names[pod.stage])
+            return
+        pod.phase = "Running"
+        for name in pod.main_names:
+            pod.start(name)
+
+    def _step_pod(self, pod: _PodRun) -> _Failure | None:
+        init = pod.stage < len(pod.init_names)
+        names = [pod.init_names[pod.stage]] if init else pod.main_names
+        codes = {name: pod.processes[name].poll() for name in names}
+        failed = [(name, code) for name, code in codes.items() if code not in (None, 0)]
+        if failed and (pod.plan.restart_policy == "OnFailure" or None not in codes.values()):
+            name, code = failed[0]
+            pod.finish(name)
+            return _Failure(name, int(code or 0), init)
+        if None in codes.values():
+            return None
+        for name in names:
+            pod.finish(name)
+        if init:
+            pod.stage += 1
+            self._start_stage(pod)
+            return None
+        pod.phase = "Succeeded"
+        self.succeeded.add(pod.plan.index or 0)
+        self.run.publish()
+        return None
+
+    def _failed(self, pod: _PodRun, failure: _Failure) -> None:
+        """podFailurePolicy first (its first matching rule wins), then backoffLimit."""
+        rule = _matching_rule(self.plan.exit_code_rules, failure)
+        if rule is not None and rule.action == "FailJob":
+            pod.phase = "Failed"
+            self.run.publish()
+            self.condition = (
+                "Failed",
+                "PodFailurePolicy",
+                f"Container {failure.container} for pod {self.run.plan.namespace}/{pod.name} "
+                f"failed with exit code {failure.code} matching FailJob rule at index "
+                f"{rule.position}",
+            )
+            return
+        counted = rule is None or rule.action == "Count"
+        if counted:
+            self.failures += 1
+        limit = self.plan.backoff_limit
+        if self.failures > limit:
+            pod.phase = "Failed"
+            self.run.publish()
+            detail = (
+                f"{self.failures} failed pod(s); last: pod {pod.name}: {failure}"
+                if self.plan.indexed
+                else f"pod {pod.name} failed {self.failures} time(s); last: {failure}"
+            )
+            self.condition = (
+                "Failed",
+                "BackoffLimitExceeded",
+                f"Job has reached the specified backoff limit ({limit}): {detail}",
+            )
+            return
+        used = (
+            f"{self.failures} of backoffLimit {limit}"
+            if counted or rule is None
+            else f"not counted: podFailurePolicy rule {rule.position} Ignore"
+        )
+        self._retry(pod, failure, used)
+
+    def _retry(self, pod: _PodRun, failure: _Failure, used: str) -> None:
+        self.retries += 1
+        if pod.plan.restart_policy == "OnFailure":
+            self.attempts += 1
+            pod.attempts += 1
+            self.run.sink.event(
+                f"pod {pod.name}: {failure}; restarting the container in place "
+                f"(restartPolicy OnFailure, retry {used})"
+            )
+            pod.start(failure.container)
+            return
+        self.run.sink.event(
+            f"pod {pod.name} failed: {failure}; creating a new pod (restartPolicy Never, "
+            f"retry {used})"
+        )
+        pod.stop(pod.plan.grace_seconds)
+        pod.phase = "Failed"
+        self._begin_attempt(pod)
+
+
+def _matching_rule(rules: tuple[ExitCodeRule, ...], failure: _Failure) -> ExitCodeRule | None:
+    return next((rule for rule in rules if rule.matches(failure.container, failure.code)), None)
+
+
 class _Run:
     """One execution of a job: its directory, network, pods, registry and outcome."""
 
@@ -385,13 +605,11 @@ class _Run:
             raise UserError(f"--run-dir {self.run_dir}: not empty; choose a new directory")
         self.registry = self.run_dir / "pods.json"
         self.hurry = False
-        self.attempts = 0
-        self.failures = 0
         self.run_id = secrets.token_hex(3)
         while Path(f"/sys/class/net/tj-{self.run_id}").exists():
             self.run_id = secrets.token_hex(3)
         mode = self._network_mode()
-        pods = [(pod.name, pod.hostname, pod.subdomain) for pod in plan.pods]
+        pods = [(pod.name, pod.hostname, pod.subdomain, pod.service_names) for pod in plan.pods]
         self.network: NamespaceNetwork | LoopbackNetwork = (
             NamespaceNetwork(self.run_id, plan.namespace, pods)
             if mode == "netns"
@@ -405,7 +623,12 @@ class _Run:
         # Building the pods resolves images, env and paths: every user error surfaces here,
         # before anything is started (and the run directory goes again).
         try:
-            self.master = _PodRun(plan.master, hosts[plan.master.name], self)
+            self.jobs = [
+                _JobRun(
+                    job_plan, [_PodRun(pod, hosts[pod.name], self) for pod in job_plan.pods], self
+                )
+                for job_plan in plan.jobs
+            ]
             self.workers = [_PodRun(pod, hosts[pod.name], self) for pod in plan.workers]
         except UserError:
             # The directory was new or empty: leave it as it was.
@@ -414,14 +637,26 @@ class _Run:
             raise
         self.netns_inodes: dict[str, int] = {}
 
+    @property
+    def pods(self) -> list[_PodRun]:
+        return [*(pod for job in self.jobs for pod in job.pods), *self.workers]
+
     def _network_mode(self) -> str:
         requested = self.options.network
         why_not = netns_available()
         if requested == "netns" and why_not:
             raise UserError(f"--network netns: unavailable here ({why_not}); use loopback")
-        if requested == "auto":
-            return "loopback" if why_not else "netns"
-        return requested
+        mode = ("loopback" if why_not else "netns") if requested == "auto" else requested
+        indexed = next((job.name for job in self.plan.jobs if job.indexed), None)
+        if mode == "loopback" and indexed is not None:
+            why = why_not if requested == "auto" else "--network loopback was asked for"
+            raise UserError(
+                f"Job/{indexed} is an Indexed Job: its pods reach each other by their DNS names "
+                "(TF_CONFIG, MASTER_ADDR) and need hostnames of their own, which only pod "
+                f"network namespaces give, and they are not used here ({why}); run it as root "
+                "with iproute2 and util-linux (make system-deps)"
+            )
+        return mode
 
     def markers(self, pod: str, container: str) -> dict[str, str]:
         markers = {REGISTRY_ENV: str(self.registry), POD_ENV: pod}
@@ -439,11 +674,10 @@ class _Run:
 
     def publish(self) -> None:
         """Write the registry the kubectl stand-in reads (atomically: it may read any time)."""
-        pods = [self.master, *self.workers]
         registry = {
             "namespace": self.plan.namespace,
             "nsenter": shutil.which("nsenter") or "nsenter",
-            "pods": {pod.name: pod.registry_entry() for pod in pods if not pod.deleted},
+            "pods": {pod.name: pod.registry_entry() for pod in self.pods if not pod.deleted},
             "grants": {account: list(map(list, g)) for account, g in self.plan.grants.items()},
         }
         temporary = self.registry.with_suffix(".tmp")
@@ -491,13 +725,14 @@ class _Run:
             message=message,
             exit_code={"Succeeded": 0, "Failed": 1}.get(outcome, 128 + _signal_number(reason)),
             duration_seconds=time.monotonic() - started,
-            attempts=self.attempts,
-            retries=max(self.attempts - 1, 0),
+            attempts=sum(job.attempts for job in self.jobs),
+            retries=sum(job.retries for job in self.jobs),
             backoff_limit=self.plan.backoff_limit,
             run_dir=self.run_dir,
             run_id=self.run_id,
             network=self.network.mode,
             leftovers=leftovers,
+            jobs={job.name: job.status() for job in self.jobs},
         )
         (self.run_dir / "summary.json").write_text(
             json.dumps(result.summary(), indent=2) + "\n", encoding="utf-8"
@@ -514,41 +749,42 @@ class _Run:
                 )
                 continue
             self._start_worker(worker)
-        master = self.master
-        if master.unschedulable:
-            return "Failed", "Unschedulable", master.unschedulable
-        deadline = self.plan.active_deadline_seconds
-        self._begin_attempt()
+        completion = self.jobs[0]
+        blocked = [pod.unschedulable for pod in completion.pods if pod.unschedulable]
+        if blocked:
+            return "Failed", "Unschedulable", blocked[0]
+        for job in self.jobs:
+            job.start()
         while True:
-            if deadline is not None and time.monotonic() - started >= deadline:
-                self.sink.event(
-                    f"activeDeadlineSeconds ({deadline}s) exceeded: stopping pod {master.name}"
-                )
-                master.stop(master.plan.grace_seconds)
-                master.phase = "Failed"
-                return (
-                    "Failed",
-                    "DeadlineExceeded",
-                    f"Job was active longer than specified deadline ({deadline}s), "
-                    f"during attempt {self.attempts}",
-                )
+            elapsed = time.monotonic() - started
+            for job in self.jobs:
+                job.check_deadline(elapsed)
+            outcome = self._outcome()
+            if outcome is not None:
+                return outcome
             self._tend_workers()
-            failure = self._step_master()
-            if failure is None and master.phase == "Succeeded":
-                return "Succeeded", "Completed", f"pod {master.name} succeeded"
-            if failure is not None:
-                self.failures += 1
-                if self.failures > self.plan.backoff_limit:
-                    master.phase = "Failed"
-                    self.publish()
-                    return (
-                        "Failed",
-                        "BackoffLimitExceeded",
-                        f"Job has reached the specified backoff limit ({self.plan.backoff_limit}"
-                        f"): pod {master.name} failed {self.failures} time(s); last: {failure}",
-                    )
-                self._retry(failure)
+            for job in self.jobs:
+                if job.condition is None:
+                    job.step()
+            outcome = self._outcome()
+            if outcome is not None:
+                return outcome
             time.sleep(POLL_SECONDS)
+
+    def _outcome(self) -> tuple[str, str, str] | None:
+        """The completion Job's condition decides; a Failed condition of any other Job fails
+        the job too (Kubeflow: any replica's permanent error fails a TFJob or PyTorchJob)."""
+        for job in self.jobs:
+            if job.condition is None:
+                continue
+            state, reason, message = job.condition
+            if len(self.jobs) > 1:
+                message = f"Job {job.name}: {message}"
+            if state == "Failed":
+                return "Failed", reason, message
+            if job is self.jobs[0]:
+                return "Succeeded", reason, message
+        return None
 
     def _start_worker(self, worker: _PodRun) -> None:
         worker.create()
@@ -588,82 +824,23 @@ class _Run:
                     worker.restarts[name] = worker.restarts.get(name, 0) + 1
                     worker.start(name)
 
-    def _begin_attempt(self) -> None:
-        master = self.master
-        self.attempts += 1
-        total = self.plan.backoff_limit + 1
-        self.sink.event(f"pod {master.name}: attempt {self.attempts} of at most {total}")
-        master.create()
-        self._stage = 0
-        self._start_stage()
-
-    def _start_stage(self) -> None:
-        """Stage i < len(init) runs init container i; the last stage runs all containers."""
-        master = self.master
-        if self._stage < len(master.init_names):
-            master.start(master.init_names[self._stage])
-            return
-        master.phase = "Running"
-        for name in master.main_names:
-            master.start(name)
-
-    def _step_master(self) -> _Failure | None:
-        master = self.master
-        init = self._stage < len(master.init_names)
-        names = [master.init_names[self._stage]] if init else master.main_names
-        codes = {name: master.processes[name].poll() for name in names}
-        failed = [(name, code) for name, code in codes.items() if code not in (None, 0)]
-        if failed and (master.plan.restart_policy == "OnFailure" or None not in codes.values()):
-            name, code = failed[0]
-            master.finish(name)
-            return _Failure(name, int(code or 0), init)
-        if None in codes.values():
-            return None
-        for name in names:
-            master.finish(name)
-        if init:
-            self._stage += 1
-            self._start_stage()
-            return None
-        master.phase = "Succeeded"
-        self.publish()
-        return None
-
-    def _retry(self, failure: _Failure) -> None:
-        master = self.master
-        used = f"{self.failures} of backoffLimit {self.plan.backoff_limit}"
-        if master.plan.restart_policy == "OnFailure":
-            self.attempts += 1
-            self.sink.event(
-                f"pod {master.name}: {failure}; restarting the container in place "
-                f"(restartPolicy OnFailure, retry {used})"
-            )
-            master.start(failure.container)
-            return
-        self.sink.event(
-            f"pod {master.name} failed: {failure}; creating a new pod (restartPolicy Never, "
-            f"retry {used})"
-        )
-        master.stop(master.plan.grace_seconds)
-        master.phase = "Failed"
-        self._begin_attempt()
-
     def _teardown(self) -> list[str]:
-        """Stop the master, scale the workers to 0, then remove the network.
+        """Stop every Job's pods, scale the StatefulSets to 0, then remove the network.
 
         Each step runs even if an earlier one failed: the network goes last and always.
         """
         try:
-            stopping = [pod for pod in (self.master, *self.workers) if pod.sandbox is not None]
+            job_pods = [pod for job in self.jobs for pod in job.pods]
+            stopping = [pod for pod in self.pods if pod.sandbox is not None]
             if stopping:
-                workers = " and scaling the workers to 0" if self.workers else ""
-                self.sink.event(f"stopping the master{workers}")
+                self.sink.event(self._stopping_message())
             for pod in stopping:
-                if pod is self.master and pod.phase not in ("Succeeded", "Failed"):
+                is_job_pod = pod in job_pods
+                if is_job_pod and pod.phase not in ("Succeeded", "Failed"):
                     pod.phase = "Failed"
                 pod.stop(0 if self.hurry else pod.plan.grace_seconds)
-                # The scale-to-0 deletes worker pods; the master's pod stays, as a Job's does.
-                pod.deleted = pod is not self.master
+                # The scale-to-0 deletes StatefulSet pods; a Job's pods stay, as on a cluster.
+                pod.deleted = not is_job_pod
             self.publish()
         finally:
             # Processes that escaped their pod (or whose pod never got a sandbox) still carry
@@ -680,6 +857,13 @@ class _Run:
                 network_leftovers = self.network.down()
         leftovers = [f"process {pid}" for pid in pod_processes(str(self.registry))]
         return leftovers + network_leftovers
+
+    def _stopping_message(self) -> str:
+        statefulsets = sorted({pod.plan.owner.split("/", 1)[1] for pod in self.workers})
+        if len(self.jobs) == 1:
+            return "stopping the master" + (" and scaling the workers to 0" if statefulsets else "")
+        scaled = f" and scaling StatefulSet {', '.join(statefulsets)} to 0" if statefulsets else ""
+        return f"stopping the pods of Job {', '.join(job.name for job in self.jobs)}{scaled}"
 
     def _print_summary(self, result: RunResult) -> None:
         lines = [

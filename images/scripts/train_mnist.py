@@ -5,6 +5,11 @@ Without --communicator it trains in one process (the single-pod Chainer example)
 --communicator (e.g. `naive`, the one that works on CPU) every MPI rank trains on its shard
 and ChainerMN all-reduces the gradients: start it with `mpiexec -n N`.
 
+With --gpu it trains on GPUs through CuPy (the CUDA images): each rank uses the GPU of its
+index among the ranks on its node (ChainerMN's intra_rank), so `mpiexec -n 8` on an 8-GPU pod
+uses every GPU once; a single process uses GPU 0. Every communicator except `naive`
+all-reduces GPU arrays (`pure_nccl` over NCCL), so those imply --gpu.
+
 The default data are scikit-learn's bundled handwritten digits (8x8 images, 1797 samples):
 real, and available offline. `--dataset mnist` uses Chainer's MNIST loader instead, which
 downloads on first use (for clusters with internet access or a pre-filled ~/.chainer cache).
@@ -40,6 +45,8 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--communicator", default=None,
                         help="ChainerMN communicator (e.g. naive); omit to train in one process")
+    parser.add_argument("--gpu", action="store_true",
+                        help="train on GPUs with CuPy (implied by communicators other than naive)")
     parser.add_argument("--dataset", choices=["digits", "mnist"], default="digits")
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--batchsize", type=int, default=32, help="per rank")
@@ -49,6 +56,13 @@ def parse_args(argv):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="write the trained model (npz) here")
     return parser.parse_args(argv)
+
+
+def device_spec(gpu, comm):
+    """Chainer's device for this process: its node-local rank's GPU, or the CPU."""
+    if not gpu:
+        return "@numpy"
+    return f"@cupy:{comm.intra_rank if comm else 0}"
 
 
 def load_data(name, validation_fraction, seed):
@@ -77,6 +91,11 @@ def main(argv):
 
         comm = chainermn.create_communicator(args.communicator)
     rank, size = (comm.rank, comm.size) if comm else (0, 1)
+    gpu = args.gpu or args.communicator not in (None, "naive")
+    device = None
+    if gpu:
+        device = chainer.get_device(device_spec(gpu, comm))
+        device.use()
 
     def say(message):
         if rank == 0:
@@ -97,6 +116,8 @@ def main(argv):
 
     np.random.seed(args.seed + rank)
     model = L.Classifier(MLP(args.units, 10))
+    if device is not None:
+        model.to_device(device)  # before the optimizer: ChainerMN broadcasts the parameters
     optimizer = chainer.optimizers.Adam(alpha=args.learning_rate)
     if comm:
         optimizer = chainermn.create_multi_node_optimizer(optimizer, comm)
@@ -110,24 +131,25 @@ def main(argv):
     for epoch in range(1, args.epochs + 1):
         losses = []
         for update in range(updates_per_epoch):
-            images, labels = chainer.dataset.concat_examples(batches.next())
+            images, labels = chainer.dataset.concat_examples(batches.next(), device)
             optimizer.update(model, images, labels)
             losses.append(float(model.loss.array))
             if epoch == 1 and update == 0:
                 say(f"first iteration: loss {losses[0]:.4f}")
-        accuracy = evaluate(model, validation, comm)
+        accuracy = evaluate(model, validation, comm, device)
         say(f"epoch {epoch}/{args.epochs}: loss {np.mean(losses):.4f}, "
             f"validation accuracy {accuracy:.4f}")
     if args.out and rank == 0:
+        model.to_cpu()
         chainer.serializers.save_npz(args.out, model)
         say(f"model written to {args.out}")
     say(f"final validation accuracy: {accuracy:.4f}")
     return 0
 
 
-def evaluate(model, dataset, comm):
+def evaluate(model, dataset, comm, device=None):
     """Accuracy over the whole validation set (every rank's shard, summed over MPI)."""
-    images, labels = chainer.dataset.concat_examples(dataset)
+    images, labels = chainer.dataset.concat_examples(dataset, device)
     with chainer.using_config("train", False), chainer.no_backprop_mode():
         predicted = model.predictor(images).array.argmax(axis=1)
     correct, count = int((predicted == labels).sum()), len(labels)

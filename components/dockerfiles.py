@@ -1,0 +1,240 @@
+"""Dockerfiles rendered from the image declarations (:mod:`components.images`).
+
+Every image with an :class:`~components.images.ImageBuild` recipe gets
+``images/<directory>/Dockerfile``, checked in and kept current by a test
+(``trainjobs dockerfiles`` or ``make images`` regenerates them). The build context is
+``images/``: the files an image carries live there (``images/scripts/train_mnist.py``).
+
+A rendered Dockerfile downloads nothing unpinned:
+
+- the base images are named by full version tags (``nvidia/cuda:12.2.2-cudnn8-...``,
+  ``registry.k8s.io/kubectl:v1.34.2``), and kubectl is copied from its image, so pods never
+  download it;
+- Ubuntu packages come from snapshot.ubuntu.com at a fixed time, not the moving archive, and
+  NVIDIA's apt repository is dropped (CUDA, cuDNN and NCCL come with the base image);
+- source tarballs are checked against their SHA-256 before they are unpacked;
+- Python packages are installed exactly as pinned with ``--no-deps``, so pip never resolves
+  a dependency on its own; ``pip check`` then fails the build if the pins are not a complete,
+  consistent closure. PyPI never replaces a released file, so a version pin names its files.
+
+The Dockerfiles use the builtin frontend (no ``# syntax=`` line, which would pull a frontend
+image by a moving tag) and ``/bin/sh`` without pipefail: the CUDA-aware MPI check pipes
+``ompi_info`` into ``grep -q``, which exits at the first match, and pipefail would turn the
+writer's SIGPIPE into a failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from pathlib import Path
+
+from components.images import IMAGES, IMAGES_DIR, UBUNTU_RELEASES, Image
+
+GENERATED_HEADER = "# Generated from components/images.py by `make images`; do not edit.\n"
+VENV = "/opt/venv"
+OPEN_MPI_PREFIX = "/usr/local"
+CUDA_AWARE_CHECK = "ompi_info --parsable --all | grep -q mpi_built_with_cuda_support:value:true"
+KUBECTL_STAGE = "kubectl"
+# What downloading, unpacking and compiling Open MPI (and then mpi4py against it) needs.
+OPEN_MPI_BUILD_PACKAGES = ("build-essential", "bzip2", "ca-certificates", "curl")
+
+
+def buildable() -> list[Image]:
+    """The images trainjobs builds, in declaration order."""
+    return [image for image in IMAGES.values() if image.build is not None]
+
+
+def dockerfile_path(image: Image) -> str:
+    """The Dockerfile's path relative to ``images/`` (the build context)."""
+    assert image.build is not None
+    return f"{image.build.directory}/Dockerfile"
+
+
+def _run(*commands: str) -> str:
+    """One RUN instruction: commands chained with &&, one per line."""
+    return "RUN " + " \\\n    && ".join(commands) + "\n"
+
+
+def _listed(prefix: str, items: list[str]) -> str:
+    """A command with one argument per line, sorted (diffs show one package per change)."""
+    return " \\\n        ".join([prefix, *sorted(items)])
+
+
+def _apt_step(image: Image) -> str:
+    assert image.build is not None and image.cuda is not None
+    codename, _ = UBUNTU_RELEASES[image.cuda.ubuntu]
+    python = f"python{image.build.python}"
+    packages = {*image.apt_packages, python, f"{python}-dev", f"{python}-venv"}
+    if image.build.open_mpi is not None:
+        packages |= set(OPEN_MPI_BUILD_PACKAGES)
+    archive = f"http://snapshot.ubuntu.com/ubuntu/{image.build.apt_snapshot}"
+    return (
+        f"# Ubuntu packages from the archive as it was at {image.build.apt_snapshot}, so every\n"
+        "# version is fixed; NVIDIA's apt repository goes (the base image brings CUDA).\n"
+        + _run(
+            "rm -f /etc/apt/sources.list.d/*.list",
+            f"printf 'deb {archive} %s main universe\\n' \\\n"
+            f"        {codename} {codename}-updates {codename}-security > /etc/apt/sources.list",
+            "apt-get update",
+            _listed(
+                "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends",
+                list(packages),
+            ),
+            "rm -rf /var/lib/apt/lists/*",
+        )
+    )
+
+
+def _open_mpi_steps(image: Image) -> str:
+    assert image.build is not None and image.build.open_mpi is not None
+    mpi = image.build.open_mpi
+    source = f"/tmp/openmpi-{mpi.version}"
+    configure = [f"--prefix={OPEN_MPI_PREFIX}", "--disable-mpi-fortran"]
+    # Remote ranks start through kubexec.sh with a bare PATH: orted must find its own prefix.
+    configure.append("--enable-orterun-prefix-by-default")
+    if mpi.cuda:
+        configure.append("--with-cuda=/usr/local/cuda")
+    steps = (
+        f"# Open MPI {mpi.version} from its release tarball (SHA-256 checked)"
+        + (
+            ", built with CUDA support:\n# MPI calls take GPU buffers directly.\n"
+            if mpi.cuda
+            else ".\n"
+        )
+        + _run(
+            f"curl -fsSL -o {source}.tar.bz2 {mpi.url}",
+            f'echo "{mpi.sha256}  {source}.tar.bz2" | sha256sum -c -',
+            f"tar -xjf {source}.tar.bz2 -C /tmp",
+            f"cd {source}",
+            "./configure " + " ".join(configure),
+            'make -j"$(nproc)" install',
+            "ldconfig",
+            "cd /",
+            f"rm -rf {source} {source}.tar.bz2",
+        )
+    )
+    if mpi.cuda:
+        steps += f"# Fail the build unless Open MPI is CUDA-aware.\nRUN {CUDA_AWARE_CHECK}\n"
+    return steps
+
+
+def _python_steps(image: Image) -> str:
+    assert image.build is not None
+    build = image.build
+    packages = [
+        *image.python_packages,
+        *image.gpu_packages,
+        *build.python_dependencies,
+    ]
+    return (
+        f"# Python {build.python} in a virtual environment first on PATH: `python3` in job "
+        "commands is this one.\n"
+        f"RUN python{build.python} -m venv {VENV}\n"
+        f"ENV PATH={VENV}/bin:$PATH\n"
+        "# Build tools first: packages that ship only sources (chainer) build with these.\n"
+        + _run(
+            _listed("python3 -m pip install --no-cache-dir --no-deps", list(build.python_bootstrap))
+        )
+        + "# Exactly these packages, no dependency resolution; pip check proves the closure.\n"
+        + _run(
+            _listed(
+                "python3 -m pip install --no-cache-dir --no-deps --no-build-isolation", packages
+            ),
+            "python3 -m pip check",
+        )
+    )
+
+
+def render(image: Image) -> str:
+    """The Dockerfile of one buildable image."""
+    build, cuda = image.build, image.cuda
+    if build is None or cuda is None:
+        raise ValueError(f"image {image.reference} has no build recipe on a CUDA base")
+    parts = [GENERATED_HEADER + f"# {image.reference}: {image.summary}\n"]
+    if build.kubectl_image is not None:
+        parts.append(f"FROM {build.kubectl_image} AS {KUBECTL_STAGE}\n")
+    parts.append(f"FROM {image.base}\n")
+    parts.append(_apt_step(image))
+    if build.open_mpi is not None:
+        parts.append(_open_mpi_steps(image))
+    parts.append(_python_steps(image))
+    if build.kubectl_image is not None:
+        parts.append(
+            "# kubectl for the rsh agent (kubexec.sh), from the pinned kubectl image.\n"
+            f"COPY --from={KUBECTL_STAGE} /bin/kubectl /usr/local/bin/kubectl\n"
+        )
+    if image.files:
+        context = IMAGES_DIR.name + "/"
+        parts.append(
+            "".join(
+                f"COPY {item.source.removeprefix(context)} {item.path}\n" for item in image.files
+            )
+        )
+    if image.env:
+        parts.append("".join(f"ENV {name}={value}\n" for name, value in sorted(image.env.items())))
+    return "\n".join(parts)
+
+
+def rendered() -> dict[str, str]:
+    """Dockerfile path (relative to ``images/``) -> text, for every buildable image."""
+    return {dockerfile_path(image): render(image) for image in buildable()}
+
+
+def recipe_hash(image: Image) -> str:
+    """SHA-256 over the Dockerfile and every file the image copies: it changes exactly when
+    what goes into the image changes, so it can name an immutable tag."""
+    digest = hashlib.sha256(render(image).encode())
+    for item in sorted(image.files, key=lambda item: item.path):
+        digest.update(f"\0{item.path}\0{item.source}\0".encode())
+        digest.update(item.local_path.read_bytes())
+    return digest.hexdigest()
+
+
+def write(out_dir: Path = IMAGES_DIR) -> list[Path]:
+    """Write every rendered Dockerfile under ``out_dir``; returns the paths."""
+    paths = []
+    for name, text in rendered().items():
+        path = out_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def stale(out_dir: Path = IMAGES_DIR) -> list[str]:
+    """The Dockerfiles under ``out_dir`` that are missing or differ from their rendering."""
+    return [
+        name
+        for name, text in rendered().items()
+        if not (out_dir / name).is_file() or (out_dir / name).read_text(encoding="utf-8") != text
+    ]
+
+
+def _dockerfiles(args: argparse.Namespace) -> int:
+    if args.check:
+        outdated = stale(args.out)
+        for name in outdated:
+            print(f"{args.out / name} is stale: run `make images`", file=sys.stderr)
+        return 1 if outdated else 0
+    for path in write(args.out):
+        print(path)
+    return 0
+
+
+def register_dockerfiles(subparsers: argparse._SubParsersAction) -> None:
+    command = subparsers.add_parser(
+        "dockerfiles", help="render the Dockerfiles of the CUDA images from components/images.py"
+    )
+    command.add_argument(
+        "--out",
+        default=Path("images"),
+        type=Path,
+        metavar="DIR",
+        help="where <image dir>/Dockerfile goes (default: images)",
+    )
+    command.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if a Dockerfile is stale"
+    )
+    command.set_defaults(handler=_dockerfiles)
