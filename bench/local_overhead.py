@@ -15,7 +15,7 @@ with the next. The report gives medians, the overhead (seconds and ratio) and th
 time of each start-up phase of `trainjobs run`, read from its output, to show where the
 overhead goes. Not a test: numbers depend on the machine.
 
-    .venv/bin/python bench/local_overhead.py [--trials 7] [--out bench/RESULTS-local.md]
+    .venv/bin/python bench/local_overhead.py [--trials 7] --out FILE
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def timed(command: list[str], env: dict[str, str]) -> Trial:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=7)
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "RESULTS-local.md")
+    parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
     bin_dir = Path(sys.executable).parent

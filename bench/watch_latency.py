@@ -12,8 +12,8 @@ the real `kubernetes` client), in this one process.
   [0, 5 s] (p50 2.5 s, p99 4.95 s) plus one request and the patch. The measured short-
   interval poll checks that model.
 
-Usage: ``.venv/bin/python bench/watch_latency.py [--trials 200] [--poll-interval 0.5]``
-Writes bench/RESULTS-watch.md.
+Usage: ``.venv/bin/python bench/watch_latency.py [--trials 200] [--poll-interval 0.5] --out FILE``
+Writes a Markdown section to --out (`make bench` collects it into bench/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "bench" / "RESULTS-watch.md"
 NAMESPACE = "default"
 SETTLE_SECONDS = 0.02
 """Pause between the watcher being ready and the Job completing, so the completion finds it
@@ -207,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=200)
     parser.add_argument("--poll-interval", type=float, default=0.5)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     if args.trials < 100:
         parser.error("--trials: at least 100, or p99 means little")
