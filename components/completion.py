@@ -44,8 +44,14 @@ from components.watcher import DEFAULT_TIMEOUT_SECONDS, PULUMI_RESUME_HINT, Work
 REPLACE_ON = ("namespace", "job_name", "job_uid", "template_hash", "workers", "context")
 """Inputs that identify the watched run: a change means another Job to watch."""
 
-UPDATE_ON = ("timeout_seconds", "fail_on_failure", "kubeconfig")
-"""Inputs that only change how a run is watched: an in-place update, no cluster access."""
+UPDATE_ON = ("timeout_seconds", "fail_on_failure", "kubeconfig", "selector")
+"""Inputs that only change how a run is watched: an in-place update, no cluster access.
+
+``selector`` (the labels of a TFJob's or PyTorchJob's Jobs, so that a failed worker Job ends
+the job) is derived from the job's name, so it only changes along with ``job_name``, which
+replaces the watcher anyway, or when a stack made before it existed gets one: then the
+recorded outcome of the finished run stays, rather than the run being watched (and a failure
+reported) again."""
 
 INPUTS = REPLACE_ON + UPDATE_ON
 
@@ -73,6 +79,7 @@ _DEFAULTS: dict[str, Any] = {
     "timeout_seconds": DEFAULT_TIMEOUT_SECONDS,
     "fail_on_failure": True,
     "kubeconfig": None,
+    "selector": None,
 }
 
 
@@ -144,6 +151,8 @@ class JobCompletionArgs:
     ``job_uid`` (the master Job's ``metadata.uid``) or ``template_hash`` tie the watcher to
     one run: when the Job is replaced they change, and so the watcher is replaced and watches
     the new run. ``workers`` are names from the graph (deterministic), not outputs.
+    ``selector`` matches the master Job and the worker Jobs (see `watcher.run_watch`): with
+    it, a failed worker Job fails the whole job at once.
     """
 
     namespace: pulumi.Input[str]
@@ -155,6 +164,7 @@ class JobCompletionArgs:
     fail_on_failure: bool = True
     kubeconfig: pulumi.Input[str] | None = None
     context: pulumi.Input[str] | None = None
+    selector: pulumi.Input[str] | None = None
 
     @classmethod
     def from_settings(
@@ -166,6 +176,7 @@ class JobCompletionArgs:
         workers: Sequence[WorkerRef] = (),
         job_uid: pulumi.Input[str] | None = None,
         template_hash: pulumi.Input[str] | None = None,
+        selector: pulumi.Input[str] | None = None,
     ) -> JobCompletionArgs:
         return cls(
             namespace=namespace,
@@ -177,6 +188,7 @@ class JobCompletionArgs:
             fail_on_failure=settings.fail_on_failure,
             kubeconfig=settings.kubeconfig,
             context=settings.context,
+            selector=selector,
         )
 
 
@@ -191,7 +203,8 @@ class JobCompletion(pulumi.dynamic.Resource, module="trainjobs", name="JobComple
     """Succeeded, Failed or Deleted."""
     reason: pulumi.Output[str | None]
     """The terminal condition's reason: CompletionsReached, BackoffLimitExceeded,
-    DeadlineExceeded, PodFailurePolicy, Deleted..."""
+    DeadlineExceeded, PodFailurePolicy, Deleted, WorkerFailed (a worker Job failed; the
+    message names it and its own reason)..."""
     message: pulumi.Output[str | None]
     start_time: pulumi.Output[str | None]
     completion_time: pulumi.Output[str | None]
@@ -218,6 +231,7 @@ class JobCompletion(pulumi.dynamic.Resource, module="trainjobs", name="JobComple
             "timeout_seconds": args.timeout_seconds,
             "fail_on_failure": args.fail_on_failure,
             "kubeconfig": kubeconfig,
+            "selector": args.selector,
             **dict.fromkeys(OUTPUTS),
         }
         secret = pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])
@@ -258,7 +272,7 @@ def _check_failures(inputs: Mapping[str, Any]) -> list[pulumi.dynamic.CheckFailu
         value = inputs[key]
         if not _unknown(value) and (not isinstance(value, str) or not value):
             fail(key, f"must be a non-empty string, not {value!r}")
-    for key in ("job_uid", "template_hash", "context", "kubeconfig"):
+    for key in ("job_uid", "template_hash", "context", "kubeconfig", "selector"):
         value = inputs[key]
         if value is not None and not _unknown(value) and not isinstance(value, str):
             fail(key, f"must be a string, not {type(value).__name__}")
@@ -303,8 +317,8 @@ class JobCompletionProvider(pulumi.dynamic.ResourceProvider):
         self, _id: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.DiffResult:
         """Replace for another run (job name, uid, template hash, workers, namespace,
-        context); update in place for watch settings. Offline; ``__provider`` is ignored
-        (it changes with the code, not with the job)."""
+        context); update in place for watch settings (and the selector, see `UPDATE_ON`).
+        Offline; ``__provider`` is ignored (it changes with the code, not with the job)."""
         old, new = _inputs(olds), _inputs(news)
         changed = [key for key in INPUTS if old[key] != new[key]]
         return pulumi.dynamic.DiffResult(
@@ -328,6 +342,7 @@ class JobCompletionProvider(pulumi.dynamic.ResourceProvider):
                 inputs["job_name"],
                 [WorkerRef.from_dict(worker) for worker in inputs["workers"]],
                 job_uid=inputs["job_uid"],
+                selector=inputs["selector"],
                 timeout_seconds=float(inputs["timeout_seconds"]),
                 report=_report,
                 resume_hint=PULUMI_RESUME_HINT,
@@ -345,14 +360,18 @@ class JobCompletionProvider(pulumi.dynamic.ResourceProvider):
     def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
         """`pulumi refresh`: the Job's current status into the outputs. A Job that is gone
         (e.g. removed by ttlSecondsAfterFinished) or replaced leaves the recorded outcome as
-        it was: it still describes the run this resource watched."""
+        it was: it still describes the run this resource watched. So does a run ended by a
+        failed worker Job: the watcher stopped the master Job, whose later state (no pods,
+        or DeadlineExceeded) is not how the run ended; the cluster is not read."""
         inputs = _inputs(props)
+        outs = {**inputs, **{key: props.get(key) for key in OUTPUTS}}
+        if props.get("reason") == watcher.WORKER_FAILED:
+            return pulumi.dynamic.ReadResult(id_, outs)
         api = watcher.load_api_client(inputs["kubeconfig"], inputs["context"])
         try:
             job, _ = watcher.read_job(api, inputs["namespace"], inputs["job_name"])
         finally:
             api.close()
-        outs = {**inputs, **{key: props.get(key) for key in OUTPUTS}}
         if job is not None and inputs["job_uid"] in (None, job.metadata.uid):
             status = watcher.JobStatus.from_job(job).to_outputs()
             outs.update({key: status[key] for key in _STATUS_OUTPUTS})

@@ -94,7 +94,11 @@ class TrainingJob(pulumi.ComponentResource):
         """``watch``: settings for the completion watcher; None or ``watch=False`` for none."""
         super().__init__(f"trainjobs:index:{job.kind}", job.name, None, opts)
         self.resources = {}
+        # Workloads whose size the watcher owns. With worker Jobs (TF/PyTorch), a worker's
+        # failure makes the watcher stop the completion Job too.
         workers = {worker.name for worker in job.workers}
+        if any(worker.kind == "Job" for worker in job.workers):
+            workers.add(job.completion_job)
         for node in job.graph.nodes:
             manifest = pulumi_manifest(node)
             resource_class = _RESOURCE_CLASSES[(manifest["apiVersion"], manifest["kind"])]
@@ -123,15 +127,21 @@ class TrainingJob(pulumi.ComponentResource):
 
     def _watch(self, job: JobDefinition, settings: WatchSettings) -> JobCompletion:
         """A watcher that starts once the master Job and the workers exist, and is replaced
-        with the master Job (its uid changes), so every run is seen through."""
+        with the master Job (its uid changes), so every run is seen through. With worker
+        Jobs (TFJob, PyTorchJob) it watches every Job of the job through their job-name
+        label, so that a failed worker ends the job at once, as in Kubeflow."""
+        from components.graph import JOB_NAME
+
         master = self.resources[f"Job/{job.completion_job}"]
         workloads = [self.resources[f"{w.kind}/{w.name}"] for w in job.workers]
+        has_worker_jobs = any(w.kind == "Job" for w in job.workers)
         args = JobCompletionArgs.from_settings(
             settings,
             namespace=job.namespace,
             job_name=job.completion_job,
             workers=[WorkerRef(w.kind, w.name, w.replicas) for w in job.workers],  # type: ignore[arg-type]
             job_uid=master.metadata.apply(lambda meta: meta.get("uid") if meta else None),
+            selector=f"{JOB_NAME}={job.name}" if has_worker_jobs else None,
         )
         return JobCompletion(
             f"{job.name}-completion",

@@ -8,6 +8,15 @@ How the watch works, and the Kubernetes behaviour each step handles:
 
 - List the one Job (field selector ``metadata.name=NAME``), then watch from the list's
   resourceVersion. A Job that already finished while nobody watched is seen by the list.
+- With worker Jobs (TFJob/PyTorchJob replicas) and a label selector that matches all of the
+  job's Jobs, the list and the watch use that selector instead: the master Job and the
+  worker Jobs arrive in one stream, with the same list/watch discipline. A worker Job that
+  fails (Failed=True: PodFailurePolicy, BackoffLimitExceeded...) fails the whole job at
+  once, as in Kubeflow: the master would otherwise wait for that worker until its deadline.
+  The outcome is Failed with reason ``WorkerFailed``, the master Job is stopped too
+  (``spec.parallelism: 0``) and the diagnosis reads the failed worker's pods. A worker Job
+  that completes is not terminal (workers may finish before the chief). Without worker
+  Jobs (ChainerJob) the selector is ignored and only the master Job is watched.
 - Any end of a watch stream (dropped connection, read timeout, 5xx, ``410 Gone``, the
   server closing it) leads back to a fresh list. The Job's conditions are level state, so
   re-listing can never lose the terminal transition, however many events were missed.
@@ -15,8 +24,9 @@ How the watch works, and the Kubernetes behaviour each step handles:
   new list gives a usable one.
 - Terminal outcomes: condition ``Complete=True`` (Succeeded), ``Failed=True`` with any reason
   (BackoffLimitExceeded, DeadlineExceeded, PodFailurePolicy...), and the Job disappearing
-  or being replaced by another Job of the same name (Deleted). Every one of them scales the
-  workers to 0: a failed launcher must not leave GPU workers idling.
+  or being replaced by another Job of the same name (Deleted), and a failed worker Job (see
+  above). Every one of them scales the workers to 0: a failed launcher must not leave GPU
+  workers idling.
 - The watcher has its own deadline (Python dynamic providers ignore Pulumi's
   customTimeouts). On timeout the workers are left running and the Job is untouched.
 
@@ -35,7 +45,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from http import HTTPStatus
@@ -58,6 +68,8 @@ PULUMI_RESUME_HINT = "run `pulumi up` again to keep watching"
 
 SUCCEEDED, FAILED, DELETED = "Succeeded", "Failed", "Deleted"
 TERMINAL_PHASES = frozenset({SUCCEEDED, FAILED, DELETED})
+WORKER_FAILED = "WorkerFailed"
+"""The reason of a job that failed because one of its worker Jobs failed."""
 
 _SERVER_WATCH_GRACE_SECONDS = 5
 _MIN_WINDOW_SECONDS = 0.05
@@ -208,6 +220,9 @@ def _timestamp(value: datetime | None) -> str | None:
 class JobStatus:
     """What the watcher knows about the master Job at one moment.
 
+    When a worker Job fails first, the job's final status is the master Job's, marked
+    Failed with reason ``WorkerFailed`` and ``failed_worker`` set.
+
     ``phase`` is derived, since Jobs have none: Pending, Running, Suspended, then one of the
     terminal Succeeded, Failed or Deleted. ``reason`` and ``message`` come from the terminal
     condition (e.g. ``BackoffLimitExceeded``); a Complete condition without a reason (before
@@ -224,6 +239,9 @@ class JobStatus:
     succeeded: int = 0
     failed: int = 0
     uid: str | None = None
+    failed_worker: str | None = None
+    """The worker Job whose failure ended the job (reason ``WorkerFailed``), else None. The
+    counts and times are still the master Job's; the end time is the worker's failure."""
 
     @property
     def terminal(self) -> bool:
@@ -538,16 +556,41 @@ def read_job(
     A list with a field selector, not a GET: a GET's object resourceVersion is not a safe
     starting point for a watch of the collection, the list's is.
     """
+    items, resource_version = _list_jobs(
+        api, namespace, {"field_selector": f"metadata.name={job_name}"}, request_timeout
+    )
+    return (items[0] if items else None), resource_version
+
+
+def list_jobs(
+    api: ApiClient, namespace: str, selector: str, *, request_timeout: float = 30.0
+) -> tuple[list[V1Job], str]:
+    """The Jobs that match a label selector and the list's resourceVersion to watch from."""
+    return _list_jobs(api, namespace, {"label_selector": selector}, request_timeout)
+
+
+def _list_jobs(
+    api: ApiClient, namespace: str, selector: Mapping[str, str], request_timeout: float
+) -> tuple[list[V1Job], str]:
     from kubernetes import client
 
-    batch = client.BatchV1Api(api)
-    listing = batch.list_namespaced_job(
-        namespace,
-        field_selector=f"metadata.name={job_name}",
-        _request_timeout=(min(10.0, request_timeout), request_timeout),
+    listing = client.BatchV1Api(api).list_namespaced_job(
+        namespace, **selector, _request_timeout=(min(10.0, request_timeout), request_timeout)
     )
-    items = listing.items or []
-    return (items[0] if items else None), listing.metadata.resource_version
+    return list(listing.items or []), listing.metadata.resource_version
+
+
+def _by_name(jobs: Iterable[V1Job]) -> dict[str, V1Job]:
+    return {job.metadata.name: job for job in jobs}
+
+
+def _failed_worker(jobs: Mapping[str, V1Job], worker_jobs: Iterable[str]) -> str | None:
+    """The first worker Job (in name order) that has failed, if any."""
+    for name in sorted(worker_jobs):
+        job = jobs.get(name)
+        if job is not None and JobStatus.from_job(job).phase == FAILED:
+            return name
+    return None
 
 
 class _Progress:
@@ -580,7 +623,8 @@ class _Progress:
 
 
 class _JobWatch:
-    """One watch of one Job: list, watch, and back to list whenever the stream ends."""
+    """One watch of one Job (and of its worker Jobs, through a label selector): list, watch,
+    and back to list whenever the stream ends."""
 
     def __init__(
         self,
@@ -589,6 +633,8 @@ class _JobWatch:
         job_name: str,
         *,
         job_uid: str | None,
+        selector: str | None,
+        worker_jobs: Collection[str],
         timeout_seconds: float,
         report: Reporter,
         resume_hint: str,
@@ -604,6 +650,10 @@ class _JobWatch:
         self.namespace = namespace
         self.job_name = job_name
         self.job_uid = job_uid
+        self.worker_jobs = frozenset(worker_jobs) - {job_name}
+        # Only worker Jobs need the wider stream: without them, watch the one Job as ever.
+        self.selector = selector if self.worker_jobs else None
+        self.workers_done: set[str] = set()
         self.timeout_seconds = timeout_seconds
         self.report = report
         self.resume_hint = resume_hint
@@ -638,7 +688,7 @@ class _JobWatch:
                     self.report(f"job {self.label}: watch expired (410 Gone); re-listing")
                     continue
                 if not _transient(error):
-                    raise _access_error(error, f"watch Job {self.label}", self.namespace) from error
+                    raise _access_error(error, self._action(), self.namespace) from error
                 self._pause(error)
                 continue
             except Exception as error:
@@ -651,15 +701,57 @@ class _JobWatch:
             if final is not None:
                 return final
 
+    def _action(self) -> str:
+        if self.selector is None:
+            return f"watch Job {self.label}"
+        return f"watch Job {self.label} and its worker Jobs (label selector {self.selector!r})"
+
     def _list_then_watch(self) -> JobStatus | None:
-        job, resource_version = read_job(
-            self.api, self.namespace, self.job_name, request_timeout=self.retry.request_timeout
-        )
-        self.backoff = self.retry.initial_backoff
-        final = self._observe(job, deleted=False)
+        timeout = self.retry.request_timeout
+        if self.selector is None:
+            job, resource_version = read_job(
+                self.api, self.namespace, self.job_name, request_timeout=timeout
+            )
+            self.backoff = self.retry.initial_backoff
+            final = self._observe(job, deleted=False)
+        else:
+            jobs, resource_version = list_jobs(
+                self.api, self.namespace, self.selector, request_timeout=timeout
+            )
+            self.backoff = self.retry.initial_backoff
+            final = self._observe_listed(_by_name(jobs))
         if final is not None:
             return final
         return self._watch(resource_version)
+
+    def _observe_listed(self, jobs: Mapping[str, V1Job]) -> JobStatus | None:
+        """The master Job first: when a list shows it ended, that is the outcome (a chief that
+        succeeded decides the job, as in Kubeflow); then the worker Jobs."""
+        master = jobs.get(self.job_name)
+        if master is None:
+            master = self._unlabelled_master()
+        final = self._observe(master, deleted=False)
+        if final is not None:
+            return final
+        for name in sorted(self.worker_jobs):
+            if name in jobs and (final := self._observe_worker(jobs[name])) is not None:
+                return final
+        return None
+
+    def _unlabelled_master(self) -> V1Job | None:
+        """The master Job is not among the Jobs the selector matches. Absent (or replaced),
+        it ends the watch as Deleted; present with our uid, the selector is wrong, and
+        watching through it would call a running job deleted."""
+        job, _ = read_job(
+            self.api, self.namespace, self.job_name, request_timeout=self.retry.request_timeout
+        )
+        if job is not None and self.job_uid in (None, job.metadata.uid):
+            raise UserError(
+                f"Job {self.label} does not match the label selector {self.selector!r}, which "
+                "must match it and its worker Jobs; check the selector (e.g. "
+                "training.kubeflow.org/job-name=JOB) and the Job's labels"
+            )
+        return job
 
     def _watch(self, resource_version: str) -> JobStatus | None:
         """Follow events until the Job ends; None when the stream ends first.
@@ -673,10 +765,15 @@ class _JobWatch:
 
         now = self.clock()
         window = max(_MIN_WINDOW_SECONDS, min(self.deadline - now, self.progress.next_at - now))
+        selector = (
+            {"field_selector": f"metadata.name={self.job_name}"}
+            if self.selector is None
+            else {"label_selector": self.selector}
+        )
         stream = watch.Watch().stream(
             self.batch.list_namespaced_job,
             self.namespace,
-            field_selector=f"metadata.name={self.job_name}",
+            **selector,
             resource_version=resource_version,
             timeout_seconds=math.ceil(window) + _SERVER_WATCH_GRACE_SECONDS,
             _request_timeout=(self.retry.connect_timeout, window),
@@ -686,7 +783,7 @@ class _JobWatch:
                 kind = event["type"]
                 if kind not in ("ADDED", "MODIFIED", "DELETED"):
                     continue  # BOOKMARK: nothing to learn, we re-list after every stream
-                final = self._observe(event["object"], deleted=kind == "DELETED")
+                final = self._observe_event(event["object"], deleted=kind == "DELETED")
                 if final is not None:
                     return final
                 if self.clock() >= self.deadline:
@@ -696,8 +793,48 @@ class _JobWatch:
             stream.close()  # releases the connection now, not when garbage collected
         return None
 
+    def _observe_event(self, job: V1Job, *, deleted: bool) -> JobStatus | None:
+        """An event of the master Job or of a worker Job; other Jobs the selector matches
+        (and a worker Job deleted without having failed) change nothing."""
+        name = job.metadata.name
+        if name == self.job_name:
+            return self._observe(job, deleted=deleted)
+        if name in self.worker_jobs:
+            return self._observe_worker(job)
+        return None
+
+    def _observe_worker(self, job: V1Job) -> JobStatus | None:
+        """A failed worker Job ends the job as Failed (WorkerFailed), with the master Job's
+        last seen counts; a completed one is only reported."""
+        name = job.metadata.name
+        worker = JobStatus.from_job(job)
+        if worker.phase == FAILED:
+            detail = ": ".join(part for part in (worker.reason, worker.message) if part)
+            message = f"worker Job {self.namespace}/{name} failed" + (
+                f" ({detail})" if detail else ""
+            )
+            base = self.last or JobStatus(phase="Pending", uid=self.job_uid)
+            final = dataclasses.replace(
+                base,
+                phase=FAILED,
+                reason=WORKER_FAILED,
+                message=message,
+                completion_time=worker.completion_time,
+                failed_worker=name,
+            )
+            self.last = final
+            self.progress.observe(final)
+            return final
+        if worker.phase == SUCCEEDED and name not in self.workers_done:
+            self.workers_done.add(name)
+            self.report(
+                f"job {self.label}: worker Job {self.namespace}/{name} succeeded; "
+                f"waiting for Job {self.label}"
+            )
+        return None
+
     def _observe(self, job: V1Job | None, *, deleted: bool) -> JobStatus | None:
-        """Record the Job's state; return it if the job is over.
+        """Record the master Job's state; return it if the job is over.
 
         A Job that is absent, or present under our name with another uid (deleted and
         recreated behind our back), ends the watch as Deleted: the run we watched is gone.
@@ -738,6 +875,8 @@ def watch_job(
     job_name: str,
     *,
     job_uid: str | None = None,
+    selector: str | None = None,
+    worker_jobs: Collection[str] = (),
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
     report: Reporter = _ignore,
     resume_hint: str = PULUMI_RESUME_HINT,
@@ -746,16 +885,22 @@ def watch_job(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> JobStatus:
-    """Block until the Job is Complete, Failed or gone and return its final status.
+    """Block until the Job is Complete, Failed or gone, or one of ``worker_jobs`` failed, and
+    return the final status (``failed_worker`` names the worker Job in the last case).
 
-    Raises JobWatchTimeout after ``timeout_seconds`` and ClusterAccessError when the API
-    server refuses the watcher (401/403); everything transient is retried until then.
+    ``selector`` is a label selector that matches the master Job and the worker Jobs; it is
+    used only with ``worker_jobs`` (and needed for them to be watched at all). Raises
+    JobWatchTimeout after ``timeout_seconds``, ClusterAccessError when the API server refuses
+    the watcher (401/403), and UserError when the selector does not match the master Job;
+    everything transient is retried until then.
     """
     return _JobWatch(
         api,
         namespace,
         job_name,
         job_uid=job_uid,
+        selector=selector,
+        worker_jobs=worker_jobs if selector is not None else (),
         timeout_seconds=timeout_seconds,
         report=report,
         resume_hint=resume_hint,
@@ -879,20 +1024,29 @@ def _restore_if_running(
     job_name: str,
     job_uid: str | None,
     workers: Sequence[WorkerRef],
+    selector: str | None,
+    worker_jobs: Collection[str],
     retry: RetryPolicy,
     report: Reporter,
     sleep: Callable[[float], None],
 ) -> None:
     """Best effort: a failure here is reported, and the watch that follows handles the
-    cluster's errors properly (retries, clear access errors)."""
+    cluster's errors properly (retries, clear access errors). A run whose master Job ended,
+    or one of whose worker Jobs failed, is over: its workers stay stopped."""
+    timeout = retry.request_timeout
     try:
-        job, _ = read_job(api, namespace, job_name, request_timeout=retry.request_timeout)
+        if selector is not None and worker_jobs:
+            jobs = _by_name(list_jobs(api, namespace, selector, request_timeout=timeout)[0])
+        else:
+            job, _ = read_job(api, namespace, job_name, request_timeout=timeout)
+            jobs = {job_name: job} if job is not None else {}
     except Exception as error:
         report(f"could not read Job {job_name} to restore workers: {describe_error(error)}")
         return
+    job = jobs.get(job_name)
     if job is None or job_uid not in (None, job.metadata.uid):
         return
-    if not JobStatus.from_job(job).terminal:
+    if not JobStatus.from_job(job).terminal and _failed_worker(jobs, worker_jobs) is None:
         restore_workers(api, namespace, workers, retry=retry, report=report, sleep=sleep)
 
 
@@ -903,6 +1057,7 @@ def run_watch(
     workers: Sequence[WorkerRef] = (),
     *,
     job_uid: str | None = None,
+    selector: str | None = None,
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
     report: Reporter = _ignore,
     resume_hint: str = PULUMI_RESUME_HINT,
@@ -914,18 +1069,32 @@ def run_watch(
 ) -> Outcome:
     """Watch the master Job to its end, scale the workers to 0, and diagnose a failure.
 
+    With ``selector`` (labels that match the master Job and its worker Jobs), a failure of a
+    ``Job`` worker ends the job too (reason ``WorkerFailed``): the master Job, which would
+    wait for that worker until its deadline, is then stopped with the workers
+    (``spec.parallelism: 0``, reported among them), and the diagnosis reads the failed worker
+    Job's pods. Without worker Jobs the selector is not used.
+
     A run that has not ended yet first gets its workers back to their declared size (see
     :class:`WorkerRef`). Workers are scaled down before the diagnosis is gathered: that is
-    what saves GPU time, and the diagnosis reads the master's pods, not the workers'. Raises
-    JobWatchTimeout (workers left running) or ClusterAccessError.
+    what saves GPU time, and the diagnosis reads the master's pods (or the failed worker's),
+    not the others'. Raises JobWatchTimeout (workers left running), ClusterAccessError, or
+    UserError for a selector that does not match the master Job.
     """
+    worker_jobs = (
+        [w.name for w in workers if w.kind == "Job" and w.name != job_name] if selector else []
+    )
     if any(worker.replicas is not None for worker in workers):
-        _restore_if_running(api, namespace, job_name, job_uid, workers, retry, report, sleep)
+        _restore_if_running(
+            api, namespace, job_name, job_uid, workers, selector, worker_jobs, retry, report, sleep
+        )
     status = watch_job(
         api,
         namespace,
         job_name,
         job_uid=job_uid,
+        selector=selector,
+        worker_jobs=worker_jobs,
         timeout_seconds=timeout_seconds,
         report=report,
         resume_hint=resume_hint,
@@ -934,11 +1103,22 @@ def run_watch(
         clock=clock,
         sleep=sleep,
     )
-    results = scale_down_workers(api, namespace, workers, retry=retry, report=report, sleep=sleep)
+    stop = list(workers)
+    if status.failed_worker is not None and ("Job", job_name) not in {
+        (w.kind, w.name) for w in workers
+    }:
+        # The master waits for the failed worker (a TensorFlow or torch.distributed
+        # rendezvous) and would hold its pods until activeDeadlineSeconds: stop it as well.
+        stop.append(WorkerRef("Job", job_name))
+    results = scale_down_workers(api, namespace, stop, retry=retry, report=report, sleep=sleep)
     diagnosis = None
     if status.phase != SUCCEEDED:
         diagnosis = diagnose(
-            api, namespace, job_name, tail_lines=tail_lines, request_timeout=retry.request_timeout
+            api,
+            namespace,
+            status.failed_worker or job_name,
+            tail_lines=tail_lines,
+            request_timeout=retry.request_timeout,
         )
     return Outcome(namespace, job_name, status, results, diagnosis)
 
@@ -954,9 +1134,10 @@ def register_commands(subparsers: argparse._SubParsersAction) -> None:
         help="wait for a training Job to finish, then scale its workers to 0",
         description=(
             "Watch a master Job until it completes, fails or is deleted, scale the given "
-            "workers to 0, and explain a failure (exit codes, the last log lines). Exits 0 "
-            "when the job succeeded, 1 when it failed, was deleted or is still running at "
-            "the timeout. Credentials are found as kubectl finds them."
+            "workers to 0, and explain a failure (exit codes, the last log lines). With "
+            "--selector, a failure of any job/ worker also ends the job (and stops the "
+            "master). Exits 0 when the job succeeded, 1 when it failed, was deleted or is "
+            "still running at the timeout. Credentials are found as kubectl finds them."
         ),
     )
     parser.add_argument("name", metavar="NAME", help="the master Job (`kubectl get job NAME`)")
@@ -974,6 +1155,13 @@ def register_commands(subparsers: argparse._SubParsersAction) -> None:
         help="a workload to scale to 0 when the job ends: statefulset/NAME or job/NAME "
         "(repeatable)",
     )
+    parser.add_argument(
+        "--selector",
+        metavar="LABELS",
+        help="labels of the master Job and its job/ workers, e.g. "
+        "training.kubeflow.org/job-name=JOB: they are watched together, and a failed "
+        "job/ worker fails the whole job at once (Kubeflow semantics)",
+    )
     parser.add_argument("--kubeconfig", metavar="FILE", help="instead of $KUBECONFIG")
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
@@ -990,6 +1178,15 @@ def watch_command(args: argparse.Namespace) -> int:
         args.timeout, key="--timeout", fix=f"trainjobs watch {args.name} --timeout 24h"
     )
     workers = [WorkerRef.parse(text) for text in args.worker]
+    if args.selector is not None and not args.selector.strip():
+        raise UserError("--selector: expected labels such as training.kubeflow.org/job-name=JOB")
+    selector = args.selector.strip() if args.selector else None
+    job_workers = [str(w) for w in workers if w.kind == "Job"]
+    if job_workers and selector is None:
+        _stderr(
+            f"note: without --selector, a failure of {', '.join(job_workers)} is only seen "
+            f"when {args.name} ends; add e.g. --selector training.kubeflow.org/job-name=JOB"
+        )
     api = load_api_client(args.kubeconfig, args.context)
     resume = (
         f"run `trainjobs watch {args.name} --namespace {args.namespace}` again to keep watching"
@@ -1000,6 +1197,7 @@ def watch_command(args: argparse.Namespace) -> int:
             args.namespace,
             args.name,
             workers,
+            selector=selector,
             timeout_seconds=timeout,
             report=_stderr,
             resume_hint=resume,

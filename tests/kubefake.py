@@ -5,8 +5,10 @@ The real `kubernetes` client talks to it (`FakeKube.api_client()`, or a kubeconf
 watch streams, JSON and model deserialization as against a cluster. It serves:
 
 - batch/v1 Jobs, core/v1 Pods, apps/v1 StatefulSets: get, list (fieldSelector
-  ``metadata.name=``, labelSelector ``k=v,...``) and watch (newline-delimited JSON events
-  ADDED/MODIFIED/DELETED/ERROR from a resourceVersion), with one global resourceVersion;
+  ``metadata.name=``, labelSelector of equality terms ``k=v``, ``k==v``, ``k!=v`` joined by
+  commas; anything else, e.g. set-based terms, is a 400) and watch (newline-delimited JSON
+  events ADDED/MODIFIED/DELETED/ERROR from a resourceVersion, with the same selectors), with
+  one global resourceVersion;
 - PATCH of Jobs (merge and strategic-merge patches, as the client sends for dicts);
 - the StatefulSet scale subresource (GET/PATCH ``.../statefulsets/NAME/scale``);
 - pod logs (GET ``.../pods/NAME/log`` with ``container``, ``tailLines``, ``previous``).
@@ -640,6 +642,26 @@ class _Server(ThreadingHTTPServer):
         super().shutdown_request(request)
 
 
+def parse_label_selector(text: str) -> list[tuple[str, bool, str]]:
+    """(key, equal, value) per term of an equality-based selector (``k=v``, ``k==v``,
+    ``k!=v``, comma-separated). ValueError for anything else: the fake must not quietly
+    match what it does not understand."""
+    terms = []
+    for term in text.split(","):
+        term = term.strip()
+        if "!=" in term:
+            key, _, value = term.partition("!=")
+            equal = False
+        else:
+            key, _, value = term.partition("==") if "==" in term else term.partition("=")
+            equal = True
+        key, value = key.strip(), value.strip()
+        if not key or "=" not in term or any(c in key + value for c in "()!= "):
+            raise ValueError(f"unable to parse requirement: {term!r}")
+        terms.append((key, equal, value))
+    return terms
+
+
 def _selector_matches(obj: Obj, query: dict[str, str]) -> bool:
     fields = query.get("fieldSelector")
     if fields:
@@ -649,10 +671,9 @@ def _selector_matches(obj: Obj, query: dict[str, str]) -> bool:
                 return False
     labels = query.get("labelSelector")
     if labels:
-        have = obj["metadata"].get("labels", {})
-        for term in labels.split(","):
-            key, _, value = term.partition("=")
-            if have.get(key) != value:
+        have = obj["metadata"].get("labels") or {}
+        for key, equal, value in parse_label_selector(labels):
+            if (have.get(key) == value) != equal:
                 return False
     return True
 
@@ -700,6 +721,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         resource, namespace, name, sub = route
         if method == "GET" and name is None:
+            try:
+                if query.get("labelSelector"):
+                    parse_label_selector(query["labelSelector"])
+            except ValueError as error:
+                self._json(400, status_body(400, "BadRequest", str(error)))
+                return
             if request.watch:
                 self._watch(resource, namespace, query)
             else:

@@ -53,6 +53,7 @@ def props(kube: FakeKube, tmp_path: Path) -> dict[str, Any]:
         "timeout_seconds": 10,
         "fail_on_failure": True,
         "kubeconfig": kube.write_kubeconfig(tmp_path / "config").read_text(),
+        "selector": None,
         "__provider": "serialized-provider",
     }
 
@@ -85,6 +86,7 @@ def test_check_fills_in_defaults_and_drops_everything_else(provider: JobCompleti
         "timeout_seconds": 86400,
         "fail_on_failure": True,
         "kubeconfig": None,
+        "selector": None,
     }
 
 
@@ -107,6 +109,14 @@ def test_check_reports_every_invalid_input(provider: JobCompletionProvider) -> N
         ("workers[1].name", "must be a non-empty string, not ''"),
         ("timeout_seconds", "must be a positive number of seconds, not -5"),
         ("fail_on_failure", "must be true or false"),
+    ]
+
+
+def test_check_refuses_a_selector_that_is_not_a_string(provider: JobCompletionProvider):
+    failures = provider.check({}, {"namespace": NS, "job_name": JOB, "selector": ["a=b"]}).failures
+
+    assert [(f.property, f.reason) for f in failures] == [
+        ("selector", "must be a string, not list")
     ]
 
 
@@ -148,7 +158,13 @@ def test_diff_replaces_the_watcher_for_another_run(
 
 
 @pytest.mark.parametrize(
-    "change", [{"timeout_seconds": 60}, {"fail_on_failure": False}, {"kubeconfig": "new"}]
+    "change",
+    [
+        {"timeout_seconds": 60},
+        {"fail_on_failure": False},
+        {"kubeconfig": "new"},
+        {"selector": "training.kubeflow.org/job-name=tf"},
+    ],
 )
 def test_diff_updates_in_place_for_watch_settings(
     provider: JobCompletionProvider, change: dict[str, Any]
@@ -316,6 +332,40 @@ def test_create_watches_only_the_job_with_the_given_uid(
     assert str(raised.value).startswith("job default/train-master Deleted (Deleted: Job ")
 
 
+def test_create_fails_the_update_when_a_worker_job_fails_and_stops_the_chief(
+    kube: FakeKube, provider: JobCompletionProvider, props: dict[str, Any]
+) -> None:
+    labels = {"training.kubeflow.org/job-name": "tf"}
+    kube.add_job("tf-chief", labels=labels)
+    kube.start_job("tf-chief")
+    kube.add_job("tf-worker", parallelism=2, completion_mode="Indexed", labels=labels)
+    kube.add_pod("tf-worker-1-ab", job_name="tf-worker", containers=[terminated("tensorflow", 3)])
+    kube.fail_job("tf-worker", reason="PodFailurePolicy", message="exit code 3")
+    tf_props = {
+        **props,
+        "job_name": "tf-chief",
+        "workers": [{"kind": "Job", "name": "tf-worker", "replicas": 2}],
+        "selector": "training.kubeflow.org/job-name=tf",
+    }
+
+    with pytest.raises(JobFailedError) as raised:
+        provider.create(tf_props)
+
+    assert (
+        str(raised.value)
+        .splitlines()[0]
+        .startswith(
+            "job default/tf-chief Failed (WorkerFailed: worker Job default/tf-worker failed "
+            "(PodFailurePolicy: exit code 3)) after "
+        )
+    )
+    assert str(raised.value).splitlines()[1:3] == [
+        "workers scaled to 0: Job/tf-worker, Job/tf-chief",
+        "failed pods:",
+    ]
+    assert kube.get("jobs", "tf-chief")["spec"]["parallelism"] == 0
+
+
 # --- read, update, delete --------------------------------------------------------------------
 
 
@@ -363,6 +413,18 @@ def test_read_keeps_the_recorded_outcome_when_the_job_is_gone(
     result = provider.read("default/train-master", state)
 
     assert result.outs == inputs_of(state)
+
+
+def test_read_keeps_a_worker_failure_and_does_not_read_the_stopped_chief(
+    kube: FakeKube, provider: JobCompletionProvider, props: dict[str, Any]
+) -> None:
+    kube.add_job(JOB)  # stopped by the watcher: no pods, no condition
+    state = stored_state(props, phase="Failed", reason="WorkerFailed", message="worker Job ...")
+
+    result = provider.read("default/train-master", state)
+
+    assert result.outs == inputs_of(state)
+    assert kube.requests == []
 
 
 def test_update_keeps_the_outcome_and_does_not_contact_the_cluster(
@@ -498,6 +560,18 @@ def test_job_completion_registers_its_inputs_and_outputs_with_a_secret_kubeconfi
         "workers": [{"kind": "StatefulSet", "name": STS}],
     }
     assert seen == {"phase": None, "kubeconfig_secret": True}
+
+
+def test_job_completion_registers_its_selector(monitor: _RecordingMonitor) -> None:
+    @pulumi.runtime.test
+    def register() -> pulumi.Output[Any]:
+        args = JobCompletionArgs(namespace=NS, job_name=JOB, selector="a=b")
+        return JobCompletion("train-completion", args).urn
+
+    register()
+
+    (request,) = monitor.requests
+    assert rpc.deserialize_properties(request.object)["selector"] == "a=b"
 
 
 def settings_from(config: dict[str, str], secret_keys: list[str] | None = None) -> WatchSettings:

@@ -364,4 +364,19 @@ def test_tf_watcher_stops_workers_and_parameter_servers_which_pulumi_then_ignore
         ],
     )
     ignored = {r.name: r.ignore_changes for r in result.kubernetes_objects() if r.ignore_changes}
-    assert ignored == {"tf-mnist-worker": ["spec.parallelism"], "tf-mnist-ps": ["spec.replicas"]}
+    # The chief too: the watcher stops it when a worker fails.
+    assert ignored == {
+        "tf-mnist-worker": ["spec.parallelism"],
+        "tf-mnist-ps": ["spec.replicas"],
+        "tf-mnist-chief": ["spec.parallelism"],
+    }
+
+
+@pytest.mark.parametrize("job", ["tf-mnist", "pytorch-mnist"])
+def test_replica_job_watchers_watch_every_job_of_the_job_by_its_name_label(job):
+    inputs = by_name(run_preview(job, REPO))[f"{job}-completion"].inputs
+    assert inputs["selector"] == f"training.kubeflow.org/job-name={job}"
+
+
+def test_a_chainer_watcher_has_no_selector(distributed):
+    assert "selector" not in by_name(distributed)["chainermn-mnist-completion"].inputs

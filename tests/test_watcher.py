@@ -14,6 +14,7 @@ import pytest
 from components import cli
 from components.errors import UserError
 from components.watcher import (
+    WORKER_FAILED,
     ClusterAccessError,
     JobWatchTimeout,
     Outcome,
@@ -64,13 +65,16 @@ class Watch:
         self._result: queue.Queue[tuple[Outcome | None, BaseException | None]] = queue.Queue()
         kwargs = {"timeout_seconds": 10.0, "retry": FAST, "report": self._report, **kwargs}
         workers = kwargs.pop("workers", WORKERS)
+        job_name = kwargs.pop("job_name", JOB)
         opened = kube.watches_opened
-        threading.Thread(target=self._run, args=(api, workers, kwargs), daemon=True).start()
+        threading.Thread(
+            target=self._run, args=(api, job_name, workers, kwargs), daemon=True
+        ).start()
         kube.wait_for_watches(opened + 1)
 
-    def _run(self, api: Any, workers: Any, kwargs: dict[str, Any]) -> None:
+    def _run(self, api: Any, job_name: str, workers: Any, kwargs: dict[str, Any]) -> None:
         try:
-            self._result.put((run_watch(api, NS, JOB, workers, **kwargs), None))
+            self._result.put((run_watch(api, NS, job_name, workers, **kwargs), None))
         except BaseException as error:
             self._result.put((None, error))
 
@@ -887,3 +891,426 @@ def test_exit_code_137_is_retried_and_the_job_can_still_succeed(kube: FakeKube, 
         1,
         1,
     )
+
+
+# --- TFJob / PyTorchJob: a failed worker Job fails the whole job (Kubeflow semantics) ---------
+
+TF_JOB_LABEL = "training.kubeflow.org/job-name"
+CHIEF, TF_WORKER, PS = "tf-chief", "tf-worker", "tf-ps"
+TF_LABELS = {TF_JOB_LABEL: "tf"}
+SELECTOR = f"{TF_JOB_LABEL}=tf"
+TF_WORKERS = (WorkerRef("Job", TF_WORKER, replicas=2), WorkerRef("StatefulSet", PS, replicas=1))
+WORKER_POD = "tf-worker-1-abcde"
+POLICY_MESSAGE = (
+    f"Container tensorflow for pod default/{WORKER_POD} failed with exit code 1 matching "
+    "FailJob rule at index 0"
+)
+WORKER_FAILED_MESSAGE = f"worker Job default/tf-worker failed (PodFailurePolicy: {POLICY_MESSAGE})"
+JOBS_PATH = f"/apis/batch/v1/namespaces/{NS}/jobs"
+
+
+@pytest.fixture
+def tf_job(kube: FakeKube) -> FakeKube:
+    """A running TFJob as trainjobs deploys it: the chief and the workers as Indexed Jobs, a
+    parameter server StatefulSet, every Job labelled with the job's name."""
+    kube.add_job(CHIEF, labels=TF_LABELS, backoff_limit=6)
+    kube.start_job(CHIEF)
+    kube.add_job(
+        TF_WORKER, parallelism=2, completion_mode="Indexed", labels=TF_LABELS, backoff_limit=6
+    )
+    kube.start_job(TF_WORKER, active=2)
+    kube.add_statefulset(PS, replicas=1)
+    return kube
+
+
+def tf_watch(kube: FakeKube, api: Any, **kwargs: Any) -> Watch:
+    return Watch(kube, api, job_name=CHIEF, workers=TF_WORKERS, selector=SELECTOR, **kwargs)
+
+
+def tf_run_watch(api: Any) -> Outcome:
+    return run_watch(api, NS, CHIEF, TF_WORKERS, selector=SELECTOR, timeout_seconds=10, retry=FAST)
+
+
+def fail_worker_by_policy(kube: FakeKube) -> None:
+    """Worker 1 exited with code 1: the Job controller applied the FailJob rule at once."""
+    kube.fail_job(TF_WORKER, reason="PodFailurePolicy", message=POLICY_MESSAGE, failed=1)
+
+
+def add_failed_worker_pod(kube: FakeKube) -> None:
+    kube.add_pod(WORKER_POD, job_name=TF_WORKER, containers=[terminated("tensorflow", 1)])
+    kube.set_log(WORKER_POD, "tensorflow", "step 40\nRuntimeError: NaN loss\n")
+
+
+def parallelism(kube: FakeKube, job: str) -> int:
+    return int(kube.get("jobs", job)["spec"]["parallelism"])
+
+
+def test_a_worker_job_failed_by_its_pod_failure_policy_fails_the_whole_job_at_once(
+    tf_job: FakeKube, api: Any
+) -> None:
+    watch = tf_watch(tf_job, api)
+    fail_worker_by_policy(tf_job)
+
+    status = watch.outcome().status
+
+    assert (status.phase, status.reason, status.message, status.failed_worker) == (
+        "Failed",
+        WORKER_FAILED,
+        WORKER_FAILED_MESSAGE,
+        TF_WORKER,
+    )
+    assert status.uid == tf_job.get("jobs", CHIEF)["metadata"]["uid"]
+
+
+def test_a_failed_worker_job_stops_every_workload_the_chief_included(
+    tf_job: FakeKube, api: Any
+) -> None:
+    watch = tf_watch(tf_job, api)
+    fail_worker_by_policy(tf_job)
+
+    outcome = watch.outcome()
+
+    assert (parallelism(tf_job, TF_WORKER), tf_job.replicas(PS), parallelism(tf_job, CHIEF)) == (
+        0,
+        0,
+        0,
+    )
+    assert [r.to_dict() for r in outcome.workers] == [
+        {
+            "kind": "Job",
+            "name": TF_WORKER,
+            "replicas": 2,
+            "scaled_down": True,
+            "detail": "scaled to 0",
+        },
+        {
+            "kind": "StatefulSet",
+            "name": PS,
+            "replicas": 1,
+            "scaled_down": True,
+            "detail": "scaled to 0",
+        },
+        {"kind": "Job", "name": CHIEF, "scaled_down": True, "detail": "scaled to 0"},
+    ]
+    assert outcome.workers_scaled_down is True
+
+
+def test_a_failed_worker_job_is_diagnosed_from_its_own_pods_not_the_chiefs(
+    tf_job: FakeKube, api: Any
+) -> None:
+    tf_job.add_pod(
+        "tf-chief-0-fghij", job_name=CHIEF, phase="Running", containers=[running("tensorflow")]
+    )
+    tf_job.set_log("tf-chief-0-fghij", "tensorflow", "waiting for tf-worker-1\n")
+    add_failed_worker_pod(tf_job)
+    watch = tf_watch(tf_job, api)
+    fail_worker_by_policy(tf_job)
+
+    diagnosis = watch.outcome().diagnosis
+
+    assert diagnosis is not None
+    assert [
+        (p["pod"], c["name"], c["exit_code"])
+        for p in diagnosis.to_dict()["failed_pods"]
+        for c in p["containers"]
+    ] == [(WORKER_POD, "tensorflow", 1)]
+    assert (diagnosis.log_pod, diagnosis.log_container, diagnosis.log_tail) == (
+        WORKER_POD,
+        "tensorflow",
+        ("step 40", "RuntimeError: NaN loss"),
+    )
+
+
+def test_a_failed_worker_job_is_explained_in_the_report(tf_job: FakeKube, api: Any) -> None:
+    add_failed_worker_pod(tf_job)
+    watch = tf_watch(tf_job, api)
+    fail_worker_by_policy(tf_job)
+
+    lines = watch.outcome().describe().splitlines()
+
+    assert lines[0].startswith(
+        f"job default/tf-chief Failed (WorkerFailed: {WORKER_FAILED_MESSAGE})"
+    )
+    assert lines[1:] == [
+        f"workers scaled to 0: Job/{TF_WORKER}, StatefulSet/{PS}, Job/{CHIEF}",
+        "failed pods:",
+        f"  {WORKER_POD} (Failed): container tensorflow exited with code 1 (Error)",
+        f"last 2 log line(s) of {WORKER_POD}/tensorflow:",
+        "  | step 40",
+        "  | RuntimeError: NaN loss",
+    ]
+
+
+def test_a_worker_job_that_exceeds_its_backoff_limit_fails_the_whole_job(
+    tf_job: FakeKube, api: Any
+) -> None:
+    watch = tf_watch(tf_job, api)
+    tf_job.fail_job(TF_WORKER, failed=7)
+
+    status = watch.outcome().status
+
+    assert (status.reason, status.message) == (
+        WORKER_FAILED,
+        "worker Job default/tf-worker failed (BackoffLimitExceeded: Job has reached the "
+        "specified backoff limit)",
+    )
+
+
+def test_a_worker_job_that_succeeds_does_not_end_the_job(tf_job: FakeKube, api: Any) -> None:
+    watch = tf_watch(tf_job, api)
+    tf_job.complete_job(TF_WORKER, succeeded=2)
+    watch.wait_for_message(lambda m: "worker Job" in m)
+    restored = [(p.name, p.body) for p in tf_job.patches]
+    tf_job.complete_job(CHIEF)
+
+    outcome = watch.outcome()
+
+    assert restored == [  # the start of a run restores sizes; nothing was stopped yet
+        (TF_WORKER, {"spec": {"parallelism": 2}}),
+        (PS, {"spec": {"replicas": 1}}),
+    ]
+    assert (outcome.status.phase, outcome.status.reason, outcome.diagnosis) == (
+        "Succeeded",
+        "CompletionsReached",
+        None,
+    )
+    assert (
+        "job default/tf-chief: worker Job default/tf-worker succeeded; waiting for Job "
+        "default/tf-chief"
+    ) in watch.reported
+    assert [r.worker.name for r in outcome.workers] == [TF_WORKER, PS]
+    assert parallelism(tf_job, CHIEF) == 1
+
+
+def test_a_worker_job_that_failed_before_the_watch_ends_it_at_once_and_is_not_revived(
+    tf_job: FakeKube, api: Any
+) -> None:
+    fail_worker_by_policy(tf_job)
+
+    outcome = tf_run_watch(api)
+
+    assert outcome.status.reason == WORKER_FAILED
+    assert tf_job.count_requests("GET", JOBS_PATH, watch=True) == 0
+    assert [(p.name, p.body) for p in tf_job.patches] == [
+        (TF_WORKER, {"spec": {"parallelism": 0}}),
+        (PS, {"spec": {"replicas": 0}}),
+        (CHIEF, {"spec": {"parallelism": 0}}),
+    ]
+
+
+def test_a_worker_failure_while_the_api_server_is_down_is_seen_by_the_relist(
+    tf_job: FakeKube, api: Any
+) -> None:
+    watch = tf_watch(tf_job, api)
+    opened = tf_job.watches_opened
+    tf_job.stop()
+    watch.wait_for_message(lambda m: "Connection refused" in m)
+    fail_worker_by_policy(tf_job)
+    tf_job.start()
+
+    outcome = watch.outcome()
+
+    assert (outcome.status.reason, outcome.status.failed_worker) == (WORKER_FAILED, TF_WORKER)
+    assert tf_job.watches_opened == opened  # the re-list saw it; no new watch was needed
+    assert (tf_job.replicas(PS), parallelism(tf_job, CHIEF)) == (0, 0)
+
+
+def test_a_worker_failure_after_a_dropped_watch_is_seen(tf_job: FakeKube, api: Any) -> None:
+    watch = tf_watch(tf_job, api)
+    tf_job.drop_watches()
+    fail_worker_by_policy(tf_job)
+
+    assert watch.outcome().status.reason == WORKER_FAILED
+    # One list to restore the workers, one to start watching, one after the drop.
+    assert tf_job.count_requests("GET", JOBS_PATH, watch=False) == 3
+
+
+def test_a_worker_failure_after_a_410_is_seen(tf_job: FakeKube, api: Any) -> None:
+    watch = tf_watch(tf_job, api)
+    opened = tf_job.watches_opened
+    tf_job.expire_watches()
+    tf_job.wait_for_watches(opened + 1)
+    fail_worker_by_policy(tf_job)
+
+    assert watch.outcome().status.reason == WORKER_FAILED
+    assert "job default/tf-chief: watch expired (410 Gone); re-listing" in watch.reported
+
+
+def test_the_chiefs_own_failure_is_reported_as_before_and_the_chief_is_not_patched(
+    tf_job: FakeKube, api: Any
+) -> None:
+    tf_job.add_pod("tf-chief-0-fghij", job_name=CHIEF, containers=[terminated("tensorflow", 2)])
+    watch = tf_watch(tf_job, api)
+    tf_job.fail_job(CHIEF, reason="PodFailurePolicy", message="exit code 2")
+
+    outcome = watch.outcome()
+
+    assert (outcome.status.reason, outcome.status.failed_worker) == ("PodFailurePolicy", None)
+    assert outcome.diagnosis is not None
+    assert [p.pod for p in outcome.diagnosis.failed_pods] == ["tf-chief-0-fghij"]
+    assert [r.worker.name for r in outcome.workers] == [TF_WORKER, PS]
+    assert parallelism(tf_job, CHIEF) == 1
+
+
+def test_a_chief_that_succeeded_decides_the_job_even_if_a_worker_failed_later(
+    tf_job: FakeKube, api: Any
+) -> None:
+    tf_job.complete_job(CHIEF)
+    fail_worker_by_policy(tf_job)
+
+    outcome = tf_run_watch(api)
+
+    assert (outcome.status.phase, outcome.status.failed_worker) == ("Succeeded", None)
+
+
+def test_a_failed_job_with_the_label_that_is_not_a_worker_is_ignored(
+    tf_job: FakeKube, api: Any
+) -> None:
+    tf_job.add_job("tf-debug", labels=TF_LABELS)
+    tf_job.fail_job("tf-debug")
+    watch = tf_watch(tf_job, api)  # the list showed it failed, and the watch went on
+    tf_job.complete_job(CHIEF)
+
+    assert watch.outcome().status.phase == "Succeeded"
+
+
+def test_a_chief_the_selector_does_not_match_is_a_user_error(kube: FakeKube, api: Any) -> None:
+    kube.add_job(CHIEF)  # no labels
+    kube.start_job(CHIEF)
+    kube.add_job(TF_WORKER, labels=TF_LABELS)
+
+    with pytest.raises(UserError) as raised:
+        tf_run_watch(api)
+
+    assert str(raised.value) == (
+        "Job default/tf-chief does not match the label selector "
+        "'training.kubeflow.org/job-name=tf', which must match it and its worker Jobs; check "
+        "the selector (e.g. training.kubeflow.org/job-name=JOB) and the Job's labels"
+    )
+
+
+def test_a_missing_chief_is_still_reported_as_deleted_when_watching_by_labels(
+    kube: FakeKube, api: Any
+) -> None:
+    kube.add_job(TF_WORKER, labels=TF_LABELS)
+
+    outcome = tf_run_watch(api)
+
+    assert (outcome.status.phase, outcome.status.message) == (
+        "Deleted",
+        "Job default/tf-chief no longer exists; it was deleted before it finished",
+    )
+
+
+def test_a_chainer_shaped_watch_ignores_the_selector_and_watches_the_one_job(
+    running_job: FakeKube, api: Any
+) -> None:
+    watch = Watch(running_job, api, selector="training.kubeflow.org/job-name=train")
+    running_job.complete_job(JOB)
+
+    assert watch.outcome().status.phase == "Succeeded"
+    jobs = [r.query for r in running_job.requests if r.path == JOBS_PATH]
+    assert {(q.get("fieldSelector"), q.get("labelSelector")) for q in jobs} == {
+        ("metadata.name=train-master", None)
+    }
+
+
+def test_a_watch_with_job_workers_lists_and_watches_by_the_selector(
+    tf_job: FakeKube, api: Any
+) -> None:
+    watch = tf_watch(tf_job, api)
+    tf_job.complete_job(CHIEF)
+
+    watch.outcome()
+    jobs = [r.query for r in tf_job.requests if r.path == JOBS_PATH]
+    assert {(q.get("fieldSelector"), q.get("labelSelector"), q.get("watch")) for q in jobs} == {
+        (None, SELECTOR, None),
+        (None, SELECTOR, "True"),
+    }
+
+
+def test_cli_watch_with_a_selector_fails_when_a_worker_job_fails(
+    kubeconfig_env: FakeKube, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kube = kubeconfig_env
+    kube.add_job(CHIEF, labels=TF_LABELS)
+    kube.start_job(CHIEF)
+    kube.add_job(TF_WORKER, labels=TF_LABELS)
+    fail_worker_by_policy(kube)
+
+    code = cli.main(
+        ["watch", CHIEF, "--worker", f"job/{TF_WORKER}", "--selector", SELECTOR, "--json"]
+    )
+
+    result = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert (result["reason"], result["message"]) == (WORKER_FAILED, WORKER_FAILED_MESSAGE)
+    assert [w["name"] for w in result["workers"]] == [TF_WORKER, CHIEF]
+    assert parallelism(kube, CHIEF) == 0
+
+
+def test_cli_watch_with_job_workers_and_no_selector_says_what_it_misses(
+    kubeconfig_env: FakeKube, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kube = kubeconfig_env
+    kube.add_job(CHIEF)
+    kube.complete_job(CHIEF)
+
+    cli.main(["watch", CHIEF, "--worker", f"job/{TF_WORKER}"])
+
+    assert capsys.readouterr().err.splitlines()[0] == (
+        "note: without --selector, a failure of Job/tf-worker is only seen when tf-chief "
+        "ends; add e.g. --selector training.kubeflow.org/job-name=JOB"
+    )
+
+
+# --- the fake's label selectors ---------------------------------------------------------------
+
+
+def test_the_fake_lists_only_the_jobs_a_label_selector_matches(kube: FakeKube, api: Any) -> None:
+    from kubernetes import client
+
+    kube.add_job("a-chief", labels={TF_JOB_LABEL: "a", "role": "chief"})
+    kube.add_job("a-worker", labels={TF_JOB_LABEL: "a", "role": "worker"})
+    kube.add_job("b-chief", labels={TF_JOB_LABEL: "b", "role": "chief"})
+    kube.add_job("unlabelled")
+    batch = client.BatchV1Api(api)
+
+    def names(selector: str) -> list[str]:
+        return [
+            j.metadata.name for j in batch.list_namespaced_job(NS, label_selector=selector).items
+        ]
+
+    assert names(f"{TF_JOB_LABEL}=a") == ["a-chief", "a-worker"]
+    assert names(f"{TF_JOB_LABEL}==a,role=worker") == ["a-worker"]
+    assert names("role!=chief") == ["a-worker", "unlabelled"]
+
+
+def test_the_fake_watches_only_the_jobs_a_label_selector_matches(kube: FakeKube, api: Any):
+    from kubernetes import client, watch
+
+    kube.add_job("a-chief", labels={TF_JOB_LABEL: "a"})
+    kube.add_job("b-chief", labels={TF_JOB_LABEL: "b"})
+    batch = client.BatchV1Api(api)
+    version = batch.list_namespaced_job(NS).metadata.resource_version
+    kube.fail_job("b-chief")
+    kube.fail_job("a-chief")
+
+    stream = watch.Watch().stream(
+        batch.list_namespaced_job,
+        NS,
+        label_selector=f"{TF_JOB_LABEL}=a",
+        resource_version=version,
+        timeout_seconds=1,
+    )
+
+    assert [(e["type"], e["object"].metadata.name) for e in stream] == [("MODIFIED", "a-chief")]
+
+
+def test_the_fake_refuses_a_selector_it_does_not_understand(kube: FakeKube, api: Any) -> None:
+    from kubernetes import client
+
+    with pytest.raises(client.ApiException) as raised:
+        client.BatchV1Api(api).list_namespaced_job(NS, label_selector="role in (a,b)")
+
+    assert raised.value.status == 400
