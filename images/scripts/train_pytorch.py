@@ -117,6 +117,9 @@ def main(argv):
         say(f"model written to {args.out}")
     say(f"final validation accuracy: {accuracy:.4f}")
     if distributed:
+        # Leave together: a rank whose peers are gone aborts inside gloo's teardown, and its
+        # pod would count as failed (and be retried) although training succeeded.
+        dist.barrier()
         dist.destroy_process_group()
     return 0
 
