@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 
+from components.graph import DEFAULT_WAIT_TIMEOUT_SECONDS
 from components.specs import ChainerJobPlan
 
 ASSETS_DIR = "/etc/trainjobs"
@@ -19,7 +20,6 @@ KUBECTL_DIR = "/opt/trainjobs/bin"
 KUBECTL = f"{KUBECTL_DIR}/kubectl"
 # The marker a worker echoes back through `kubectl exec`: proof the exec path works end to end.
 READY_MARKER = "trainjobs-ready"
-DEFAULT_WAIT_TIMEOUT_SECONDS = 600
 
 
 def hostfile(plan: ChainerJobPlan) -> str:

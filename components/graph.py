@@ -12,12 +12,12 @@ from typing import Any
 Manifest = dict[str, Any]
 
 DEFAULT_KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.34.2"
+DEFAULT_WAIT_TIMEOUT_SECONDS = 600
 
 # Label keys. The app.kubernetes.io ones are Kubernetes' recommended labels; the
 # training.kubeflow.org ones keep dashboards and scripts written for Kubeflow working.
 JOB_NAME = "training.kubeflow.org/job-name"
 REPLICA_TYPE = "training.kubeflow.org/replica-type"
-REPLICA_INDEX = "training.kubeflow.org/replica-index"
 JOB_ROLE = "training.kubeflow.org/job-role"
 WORKER_SET = "trainjobs.io/worker-set"
 MANAGED_BY = "trainjobs"
@@ -29,7 +29,7 @@ class GraphOptions:
 
     kubectl_image: str = DEFAULT_KUBECTL_IMAGE
     """Image that delivers kubectl to the master; pin a mirror by digest in air-gapped clusters."""
-    wait_timeout_seconds: int = 600
+    wait_timeout_seconds: int = DEFAULT_WAIT_TIMEOUT_SECONDS
     """How long the master's cluster waiter waits for every worker before failing."""
 
 

@@ -544,6 +544,7 @@ def _has_version_tag(reference: str) -> bool:
 
 _TRAINING_SCRIPT = ImageFile(path="/train_mnist.py", source="images/scripts/train_mnist.py")
 _CHAINER_PACKAGES = ("numpy==1.23.5", "scipy==1.11.4", "scikit-learn==1.3.2", "chainer==7.8.1")
+_MPI4PY = "mpi4py==3.1.6"  # ChainerMN's MPI binding
 # Rank output must reach mpiexec (and the pod log) line by line, not in 8 KiB blocks.
 _PYTHON_ENV = {"PYTHONUNBUFFERED": "1"}
 
@@ -583,7 +584,7 @@ IMAGES: dict[str, Image] = {
             summary="Chainer 7.8.1 with ChainerMN over Debian's Open MPI 4.1 (distributed).",
             base="python:3.11-slim-bookworm",
             apt_packages=("openmpi-bin", "libopenmpi-dev"),
-            python_packages=(*_CHAINER_PACKAGES, "mpi4py==3.1.6"),
+            python_packages=(*_CHAINER_PACKAGES, _MPI4PY),
             files=(_TRAINING_SCRIPT,),
             env=_PYTHON_ENV,
         ),
@@ -608,7 +609,7 @@ IMAGES: dict[str, Image] = {
             summary="ChainerMN 7.8.1 on CUDA 12.2 with cuDNN 8, CuPy 13, NCCL and CUDA-aware "
             "Open MPI 4.1.8 (distributed: --communicator pure_nccl).",
             cuda=_CUDA_12,
-            python_packages=(*_CHAINER_PACKAGES, "mpi4py==3.1.6"),
+            python_packages=(*_CHAINER_PACKAGES, _MPI4PY),
             gpu_packages=_CUPY,
             files=(_TRAINING_SCRIPT,),
             env=_PYTHON_ENV,

@@ -14,7 +14,7 @@ from components.completion import WatchSettings
 from components.component import TrainingJob
 from components.errors import Problem, SpecError, UserError
 from components.gpu import SchedulingProfile, apply_scheduling
-from components.graph import DEFAULT_KUBECTL_IMAGE, GraphOptions
+from components.graph import DEFAULT_KUBECTL_IMAGE, DEFAULT_WAIT_TIMEOUT_SECONDS, GraphOptions
 from components.images import check_images_on_pool, image_pins_from_config, pin_images
 
 
@@ -37,7 +37,9 @@ class StackSettings:
             namespace=config.get("namespace") or "default",
             graph_options=GraphOptions(
                 kubectl_image=config.get("kubectlImage") or DEFAULT_KUBECTL_IMAGE,
-                wait_timeout_seconds=_positive_int(config, "clusterWaitTimeout", 600),
+                wait_timeout_seconds=_positive_int(
+                    config, "clusterWaitTimeout", DEFAULT_WAIT_TIMEOUT_SECONDS
+                ),
             ),
             gpu_pool=SchedulingProfile.from_config(config.get("gpuPool")),
             preflight=config.get_bool("preflight") is not False,
@@ -85,31 +87,23 @@ def job_files(job: str | None, jobs: str | None) -> list[Path]:
 
 def load_jobs(settings: StackSettings) -> list[jobtypes.JobDefinition]:
     """Every job of the stack, validated. All problems of all files are reported at once."""
-    jobs, errors = [], []
+    loaded: list[tuple[Path, jobtypes.JobDefinition]] = []
+    errors: list[str] = []
     for path in settings.job_files:
         try:
-            jobs.append(jobtypes.load(path, settings.namespace, settings.graph_options))
+            loaded.append((path, jobtypes.load(path, settings.namespace, settings.graph_options)))
         except SpecError as error:
             errors.append(str(error))
     seen: dict[tuple[str, str], Path] = {}
-    for path, job in zip(settings.job_files, jobs, strict=False):
+    for path, job in loaded:
         key = (job.namespace, job.name)
         if key in seen:
-            errors.append(
-                str(
-                    SpecError(
-                        str(path),
-                        [
-                            Problem(
-                                "metadata.name", f"job {key[1]!r} is also defined in {seen[key]}"
-                            )
-                        ],
-                    )
-                )
-            )
+            clash = Problem("metadata.name", f"job {job.name!r} is also defined in {seen[key]}")
+            errors.append(str(SpecError(str(path), [clash])))
         seen[key] = path
     if errors:
         raise UserError("\n".join(errors))
+    jobs = [job for _, job in loaded]
     if settings.gpu_pool is not None:
         check_images_on_pool([job.graph for job in jobs], settings.gpu_pool)
         jobs = [replace(job, graph=apply_scheduling(job.graph, settings.gpu_pool)) for job in jobs]

@@ -130,10 +130,6 @@ class ReplicaJobPlan:
                     return group
         return self.groups[0]
 
-    @property
-    def total_replicas(self) -> int:
-        return sum(group.replicas for group in self.groups)
-
 
 def group(
     job: str,

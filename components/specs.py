@@ -167,7 +167,6 @@ class WorkerGroup:
     slots: int
     template: PodTemplate
     container: str
-    source_path: str
 
     @property
     def pods(self) -> list[str]:
@@ -194,7 +193,6 @@ class ChainerJobPlan:
     labels: dict[str, str]
     master: Master
     workers: list[WorkerGroup]
-    spec: ChainerJob
 
     @property
     def worker_pods(self) -> list[str]:
@@ -278,7 +276,7 @@ def _plan(
                 )
             )
         slots = _slots(worker.mpi_config, template, container, f"{path}.template", problems)
-        workers.append(WorkerGroup(statefulset, worker.replicas, slots, template, container, path))
+        workers.append(WorkerGroup(statefulset, worker.replicas, slots, template, container))
     master_restart = master_template.get("spec", {}).get("restartPolicy")
     if master_restart not in (None, "Never", "OnFailure"):
         problems.append(
@@ -305,7 +303,6 @@ def _plan(
             active_deadline_seconds=spec.master.active_deadline_seconds,
         ),
         workers=workers,
-        spec=job,
     )
 
 

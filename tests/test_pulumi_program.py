@@ -380,3 +380,16 @@ def test_replica_job_watchers_watch_every_job_of_the_job_by_its_name_label(job):
 
 def test_a_chainer_watcher_has_no_selector(distributed):
     assert "selector" not in by_name(distributed)["chainermn-mnist-completion"].inputs
+
+
+def test_a_duplicate_name_is_reported_against_the_right_files_when_another_file_is_invalid(
+    tmp_path,
+):
+    jobs = {"a.yaml": "kind: Nope\n", "b.yaml": job_yaml("same"), "c.yaml": job_yaml("same")}
+    project = make_project(tmp_path, {"trainjobs:jobs": "jobs/*.yaml"}, jobs)
+    with pytest.raises(UserError) as raised:
+        run_preview("test", project)
+    assert str(raised.value).splitlines()[-2:] == [
+        "jobs/c.yaml: invalid job spec (1 problem(s))",
+        "  metadata.name: job 'same' is also defined in jobs/b.yaml",
+    ]

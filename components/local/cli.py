@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from components.errors import UserError
+from components.graph import DEFAULT_WAIT_TIMEOUT_SECONDS
 
 NETWORK_CHOICES = ("auto", "netns", "loopback")
 
@@ -37,7 +38,8 @@ def register_run(subparsers: argparse._SubParsersAction) -> None:
         "--wait-timeout",
         type=int,
         metavar="SECONDS",
-        help="how long the master's cluster waiter waits for the workers (default: 600)",
+        help="how long the master's cluster waiter waits for the workers "
+        f"(default: {DEFAULT_WAIT_TIMEOUT_SECONDS})",
     )
     run.add_argument(
         "--map-image",
