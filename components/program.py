@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import json
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import pulumi
@@ -29,6 +30,8 @@ class StackSettings:
     preflight: bool = True
     images: dict[str, str] = field(default_factory=dict)
     """`trainjobs:images`: image reference as jobs name it -> `repo@sha256:...`."""
+    require_digests: bool = False
+    """`trainjobs:requireDigests`: refuse any container image left on a tag after pinning."""
 
     @classmethod
     def from_config(cls, config: pulumi.Config) -> StackSettings:
@@ -44,6 +47,7 @@ class StackSettings:
             gpu_pool=SchedulingProfile.from_config(config.get("gpuPool")),
             preflight=config.get_bool("preflight") is not False,
             images=image_pins_from_config(config.get("images")),
+            require_digests=config.get_bool("requireDigests") is True,
         )
 
 
@@ -107,9 +111,10 @@ def load_jobs(settings: StackSettings) -> list[jobtypes.JobDefinition]:
     if settings.gpu_pool is not None:
         check_images_on_pool([job.graph for job in jobs], settings.gpu_pool)
         jobs = [replace(job, graph=apply_scheduling(job.graph, settings.gpu_pool)) for job in jobs]
-    if settings.images:
+    if settings.images or settings.require_digests:
         # After scheduling, before pre-flight: pre-flight checks the pinned digests in ECR.
-        jobs = [replace(job, graph=pin_images(job.graph, settings.images)) for job in jobs]
+        pin = partial(pin_images, pins=settings.images, require_digests=settings.require_digests)
+        jobs = [replace(job, graph=pin(job.graph)) for job in jobs]
     return jobs
 
 

@@ -9,6 +9,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -820,30 +821,25 @@ def test_an_images_stack_refuses_an_undeclared_image(tmp_path):
     )
 
 
-PINNING_PROGRAM = """
-import dataclasses
-import pulumi
-from components import jobtypes
-from components.component import TrainingJob
-from components.images import image_pins_from_config, pin_images
-
-pins = image_pins_from_config(pulumi.Config("trainjobs").get("images"))
-job = jobtypes.load("jobs/job.yaml")
-TrainingJob(dataclasses.replace(job, graph=pin_images(job.graph, pins)))
-"""
-
-
-def test_a_job_stack_with_image_pins_in_its_config_deploys_digests_only(tmp_path):
+def pinning_project(tmp_path: Path, config: dict[str, Any]) -> Path:
+    """The real program with the GPU example job naming the declared image, and ``config``."""
     (tmp_path / "jobs").mkdir()
     document = specs.load_file(REPO / "jobs" / "chainermn-gpu.yaml")
     for replica in ("master", "worker"):
         document["spec"][replica]["template"]["spec"]["containers"][0]["image"] = CHAINERMN
     (tmp_path / "jobs" / "job.yaml").write_text(yaml.safe_dump(document))
-    (tmp_path / "__main__.py").write_text(PINNING_PROGRAM)
-    config = {"trainjobs:images": PINS}
+    shutil.copy(REPO / "__main__.py", tmp_path / "__main__.py")
+    config = {"trainjobs:job": "jobs/job.yaml", "trainjobs:watch": False, **config}
     (tmp_path / "Pulumi.test.yaml").write_text(yaml.safe_dump({"config": config}))
+    return tmp_path
 
-    objects = {r.name: r.inputs for r in run_preview("test", tmp_path).kubernetes_objects()}
+
+def test_a_job_stack_with_image_pins_in_its_config_deploys_digests_only(tmp_path):
+    project = pinning_project(
+        tmp_path, {"trainjobs:images": PINS, "trainjobs:requireDigests": True}
+    )
+
+    objects = {r.name: r.inputs for r in run_preview("test", project).kubernetes_objects()}
     images = {
         name: [c["image"] for c in [*pod.get("initContainers", []), *pod["containers"]]]
         for name, manifest in objects.items()
@@ -855,6 +851,36 @@ def test_a_job_stack_with_image_pins_in_its_config_deploys_digests_only(tmp_path
         "chainermn-gpu-master": [KUBECTL_AT_DIGEST, KUBECTL_AT_DIGEST, CHAINERMN_AT_DIGEST],
     }
     assert [p for m in objects.values() for p in schema_problems(m)] == []
+
+
+def test_a_stack_requiring_digests_refuses_an_unpinned_image_and_writes_nothing(tmp_path, capsys):
+    pins = {CHAINERMN: CHAINERMN_AT_DIGEST}
+    project = pinning_project(
+        tmp_path, {"trainjobs:images": pins, "trainjobs:requireDigests": True}
+    )
+    out = tmp_path / "out"
+
+    assert main(["preview", "--stack", "test", "--project", str(project), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        "error: ChainerJob chainermn-gpu: 2 image(s) not pinned by digest\n"
+        "  Job/chainermn-gpu-master: spec.template.spec.initContainers[0].image: "
+        "registry.k8s.io/kubectl:v1.34.2 is not pinned by digest; add it to trainjobs:images\n"
+        "  Job/chainermn-gpu-master: spec.template.spec.initContainers[1].image: "
+        "registry.k8s.io/kubectl:v1.34.2 is not pinned by digest; add it to trainjobs:images\n"
+    )
+    assert not out.exists()
+
+
+def test_without_require_digests_unpinned_images_stay_on_their_tags(tmp_path):
+    project = pinning_project(tmp_path, {"trainjobs:images": {CHAINERMN: CHAINERMN_AT_DIGEST}})
+
+    objects = {r.name: r.inputs for r in run_preview("test", project).kubernetes_objects()}
+    master = objects["chainermn-gpu-master"]["spec"]["template"]["spec"]
+    assert [c["image"] for c in [*master["initContainers"], *master["containers"]]] == [
+        DEFAULT_KUBECTL_IMAGE,
+        DEFAULT_KUBECTL_IMAGE,
+        CHAINERMN_AT_DIGEST,
+    ]
 
 
 # -- the training script's GPU path --------------------------------------------------------------
