@@ -213,7 +213,7 @@ def images_from_config(namespace: str = INFRA_CONFIG) -> dict[str, pulumi.Output
             continue
         image = IMAGES.get(str(entry.get("image")))
         if image is None:
-            known = ", ".join(ref for ref, i in IMAGES.items() if i.cuda is not None)
+            known = ", ".join(ref for ref, i in IMAGES.items() if i.build is not None)
             problems.append(f"{where}.image: {entry.get('image')!r} is not declared ({known})")
             continue
         declared.append((image, entry))

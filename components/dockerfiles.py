@@ -8,14 +8,16 @@ Every image with an :class:`~components.images.ImageBuild` recipe gets
 A rendered Dockerfile downloads nothing unpinned:
 
 - the base images are named by full version tags (``nvidia/cuda:12.2.2-cudnn8-...``,
-  ``registry.k8s.io/kubectl:v1.34.2``), and kubectl is copied from its image, so pods never
-  download it;
-- Ubuntu packages come from snapshot.ubuntu.com at a fixed time, not the moving archive, and
-  NVIDIA's apt repository is dropped (CUDA, cuDNN and NCCL come with the base image);
+  ``debian:12.12-slim``, ``registry.k8s.io/kubectl:v1.34.2``), and kubectl is copied from its
+  image, so pods never download it;
+- Ubuntu and Debian packages come from snapshot.ubuntu.com or snapshot.debian.org at a fixed
+  time, not the moving archive, and NVIDIA's apt repository is dropped (CUDA, cuDNN and NCCL
+  come with the base image);
 - source tarballs are checked against their SHA-256 before they are unpacked;
 - Python packages are installed exactly as pinned with ``--no-deps``, so pip never resolves
   a dependency on its own; ``pip check`` then fails the build if the pins are not a complete,
   consistent closure. PyPI never replaces a released file, so a version pin names its files.
+  A package with an index of its own (torch's CPU build) is installed from it by itself.
 
 The Dockerfiles use the builtin frontend (no ``# syntax=`` line, which would pull a frontend
 image by a moving tag) and ``/bin/sh`` without pipefail: the CUDA-aware MPI check pipes
@@ -30,6 +32,8 @@ import hashlib
 import sys
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from components.images import IMAGES, IMAGES_DIR, UBUNTU_RELEASES, Image
 
 GENERATED_HEADER = "# Generated from components/images.py by `make images`; do not edit.\n"
@@ -39,6 +43,8 @@ CUDA_AWARE_CHECK = "ompi_info --parsable --all | grep -q mpi_built_with_cuda_sup
 KUBECTL_STAGE = "kubectl"
 # What downloading, unpacking and compiling Open MPI (and then mpi4py against it) needs.
 OPEN_MPI_BUILD_PACKAGES = ("build-essential", "bzip2", "ca-certificates", "curl")
+# mpi4py 3.1 is published as source only: it compiles against the image's Open MPI.
+MPI4PY_BUILD_PACKAGES = ("build-essential",)
 
 
 def buildable() -> list[Image]:
@@ -62,28 +68,56 @@ def _listed(prefix: str, items: list[str]) -> str:
     return " \\\n        ".join([prefix, *sorted(items)])
 
 
+def _apt_sources(image: Image) -> tuple[str, list[str]]:
+    """The comment and commands that point apt at the dated snapshot of the base's archive."""
+    assert image.build is not None
+    snapshot = image.build.apt_snapshot
+    if image.cuda is not None:
+        codename, _ = UBUNTU_RELEASES[image.cuda.ubuntu]
+        archive = f"http://snapshot.ubuntu.com/ubuntu/{snapshot}"
+        return (
+            f"# Ubuntu packages from the archive as it was at {snapshot}, so every\n"
+            "# version is fixed; NVIDIA's apt repository goes (the base image brings CUDA).\n",
+            [
+                "rm -f /etc/apt/sources.list.d/*.list",
+                f"printf 'deb {archive} %s main universe\\n' \\\n        "
+                f"{codename} {codename}-updates {codename}-security > /etc/apt/sources.list",
+            ],
+        )
+    assert image.debian is not None
+    codename = image.debian.codename
+    # A snapshot's Release files are past their Valid-Until date by design.
+    deb = "deb [check-valid-until=no] http://snapshot.debian.org/archive"
+    return (
+        f"# Debian packages from the archive as it was at {snapshot}, so every\n"
+        "# version is fixed (the image's own sources, in deb822 form, go).\n",
+        [
+            "rm -f /etc/apt/sources.list.d/*",
+            f"printf '{deb}/debian/{snapshot} %s main\\n' \\\n"
+            f"        {codename} {codename}-updates > /etc/apt/sources.list",
+            f"echo '{deb}/debian-security/{snapshot} {codename}-security main' \\\n"
+            "        >> /etc/apt/sources.list",
+        ],
+    )
+
+
 def _apt_step(image: Image) -> str:
-    assert image.build is not None and image.cuda is not None
-    codename, _ = UBUNTU_RELEASES[image.cuda.ubuntu]
+    assert image.build is not None
     python = f"python{image.build.python}"
     packages = {*image.apt_packages, python, f"{python}-dev", f"{python}-venv"}
     if image.build.open_mpi is not None:
         packages |= set(OPEN_MPI_BUILD_PACKAGES)
-    archive = f"http://snapshot.ubuntu.com/ubuntu/{image.build.apt_snapshot}"
-    return (
-        f"# Ubuntu packages from the archive as it was at {image.build.apt_snapshot}, so every\n"
-        "# version is fixed; NVIDIA's apt repository goes (the base image brings CUDA).\n"
-        + _run(
-            "rm -f /etc/apt/sources.list.d/*.list",
-            f"printf 'deb {archive} %s main universe\\n' \\\n"
-            f"        {codename} {codename}-updates {codename}-security > /etc/apt/sources.list",
-            "apt-get update",
-            _listed(
-                "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends",
-                list(packages),
-            ),
-            "rm -rf /var/lib/apt/lists/*",
-        )
+    if "mpi4py" in image.pins():
+        packages |= set(MPI4PY_BUILD_PACKAGES)
+    comment, sources = _apt_sources(image)
+    return comment + _run(
+        *sources,
+        "apt-get update",
+        _listed(
+            "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends",
+            list(packages),
+        ),
+        "rm -rf /var/lib/apt/lists/*",
     )
 
 
@@ -123,12 +157,12 @@ def _open_mpi_steps(image: Image) -> str:
 def _python_steps(image: Image) -> str:
     assert image.build is not None
     build = image.build
-    packages = [
-        *image.python_packages,
-        *image.gpu_packages,
-        *build.python_dependencies,
-    ]
-    return (
+    indexes = {canonicalize_name(n): url for n, url in build.package_indexes.items()}
+    from_pypi, from_index = [], []
+    for requirement in [*image.python_packages, *image.gpu_packages, *build.python_dependencies]:
+        url = indexes.get(canonicalize_name(requirement.partition("==")[0]))
+        (from_index if url else from_pypi).append((url, requirement))
+    steps = (
         f"# Python {build.python} in a virtual environment first on PATH: `python3` in job "
         "commands is this one.\n"
         f"RUN python{build.python} -m venv {VENV}\n"
@@ -137,21 +171,26 @@ def _python_steps(image: Image) -> str:
         + _run(
             _listed("python3 -m pip install --no-cache-dir --no-deps", list(build.python_bootstrap))
         )
-        + "# Exactly these packages, no dependency resolution; pip check proves the closure.\n"
-        + _run(
-            _listed(
-                "python3 -m pip install --no-cache-dir --no-deps --no-build-isolation", packages
-            ),
-            "python3 -m pip check",
+    )
+    for url, requirement in from_index:
+        steps += f"# {requirement} from its own index, not PyPI.\n" + _run(
+            f"python3 -m pip install --no-cache-dir --no-deps --index-url={url} {requirement}"
         )
+    if not from_pypi:
+        return steps + "# pip check proves the environment consistent.\nRUN python3 -m pip check\n"
+    install = "python3 -m pip install --no-cache-dir --no-deps --no-build-isolation"
+    return (
+        steps
+        + "# Exactly these packages, no dependency resolution; pip check proves the closure.\n"
+        + _run(_listed(install, [r for _, r in from_pypi]), "python3 -m pip check")
     )
 
 
 def render(image: Image) -> str:
     """The Dockerfile of one buildable image."""
-    build, cuda = image.build, image.cuda
-    if build is None or cuda is None:
-        raise ValueError(f"image {image.reference} has no build recipe on a CUDA base")
+    build = image.build
+    if build is None:
+        raise ValueError(f"image {image.reference} has no build recipe")
     parts = [GENERATED_HEADER + f"# {image.reference}: {image.summary}\n"]
     if build.kubectl_image is not None:
         parts.append(f"FROM {build.kubectl_image} AS {KUBECTL_STAGE}\n")
@@ -225,7 +264,8 @@ def _dockerfiles(args: argparse.Namespace) -> int:
 
 def register_dockerfiles(subparsers: argparse._SubParsersAction) -> None:
     command = subparsers.add_parser(
-        "dockerfiles", help="render the Dockerfiles of the CUDA images from components/images.py"
+        "dockerfiles",
+        help="render the Dockerfiles of the images trainjobs builds from components/images.py",
     )
     command.add_argument(
         "--out",

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from packaging.utils import canonicalize_name
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from components.errors import Problem, UserError
@@ -52,6 +53,10 @@ UBUNTU_RELEASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "22.04": ("jammy", ("3.10", "3.11")),
     "24.04": ("noble", ("3.12",)),
 }
+# Debian releases the CPU images are built on, with their codename and Python. Bookworm is the
+# release the local runtime is tested on (Python 3.11, Open MPI 4.1 from the archive); trixie's
+# Open MPI 5 replaced the ORTE launcher the generated assets configure.
+DEBIAN_RELEASES: dict[str, tuple[str, tuple[str, ...]]] = {"12": ("bookworm", ("3.11",))}
 
 
 class _Declaration(BaseModel):
@@ -128,6 +133,33 @@ class CudaBase(_Declaration):
         return release(self.version)
 
 
+class DebianBase(_Declaration):
+    """A Debian image (``debian`` on Docker Hub) the CPU images are built from, named by its
+    point release: ``debian:12.12-slim`` stays at that point release."""
+
+    version: str = Field(pattern=r"^\d+\.\d+$", description="Debian point release, e.g. '12.12'.")
+
+    @field_validator("version")
+    @classmethod
+    def _known_release(cls, value: str) -> str:
+        if value.split(".")[0] not in DEBIAN_RELEASES:
+            known = ", ".join(f"{major}.x" for major in DEBIAN_RELEASES)
+            raise ValueError(f"must be a point release of {known} (got {value!r})")
+        return value
+
+    @property
+    def image(self) -> str:
+        return f"debian:{self.version}-slim"
+
+    @property
+    def codename(self) -> str:
+        return DEBIAN_RELEASES[self.version.split(".")[0]][0]
+
+    @property
+    def pythons(self) -> tuple[str, ...]:
+        return DEBIAN_RELEASES[self.version.split(".")[0]][1]
+
+
 class OpenMpi(_Declaration):
     """Open MPI built from its release tarball, verified by checksum."""
 
@@ -150,7 +182,7 @@ class OpenMpi(_Declaration):
 class ImageBuild(_Declaration):
     """How trainjobs builds an image for clusters: the recipe its Dockerfile is rendered from.
 
-    Nothing is downloaded unpinned: Ubuntu packages come from a dated snapshot of the archive,
+    Nothing is downloaded unpinned: system packages come from a dated snapshot of the archive,
     Python packages are installed exactly as pinned with ``--no-deps`` (so the pins must be
     the whole dependency closure; ``pip check`` verifies that at build time), source tarballs
     are checked against their SHA-256, and kubectl is copied from a pinned image.
@@ -160,10 +192,11 @@ class ImageBuild(_Declaration):
         pattern=r"^[a-z0-9][a-z0-9._-]*$",
         description="Directory under images/ that holds the rendered Dockerfile.",
     )
-    python: str = Field(default="3.11", description="Python version, from the Ubuntu archive.")
+    python: str = Field(default="3.11", description="Python version, from the base's archive.")
     apt_snapshot: str = Field(
         pattern=r"^\d{8}T\d{6}Z$",
-        description="The snapshot.ubuntu.com timestamp every Ubuntu package comes from.",
+        description="The snapshot.ubuntu.com or snapshot.debian.org timestamp every system "
+        "package comes from.",
     )
     python_bootstrap: tuple[str, ...] = Field(
         description="Pinned pip, setuptools and wheel, installed first: chainer and mpi4py "
@@ -173,7 +206,15 @@ class ImageBuild(_Declaration):
         default=(),
         description="The rest of the pinned dependency closure of the image's packages.",
     )
-    open_mpi: OpenMpi | None = None
+    package_indexes: dict[str, str] = Field(
+        default_factory=dict,
+        description="Packages installed from an index of their own instead of PyPI (name -> "
+        "index URL), e.g. torch's CPU build from https://download.pytorch.org/whl/cpu.",
+    )
+    open_mpi: OpenMpi | None = Field(
+        default=None,
+        description="Open MPI built from source; None uses the archive's (apt_packages).",
+    )
     kubectl_image: str | None = Field(
         default=None,
         description="Pinned image kubectl is copied from (multi-stage COPY) for the rsh agent.",
@@ -203,6 +244,9 @@ class Image(_Declaration):
     cuda: CudaBase | None = Field(
         default=None, description="The NVIDIA CUDA base image it is built from (sets base)."
     )
+    debian: DebianBase | None = Field(
+        default=None, description="The Debian image a CPU image is built from (sets base)."
+    )
     gpu_packages: tuple[str, ...] = Field(
         default=(),
         description="Pinned Python packages only GPU pods use (CuPy and its dependencies); "
@@ -216,10 +260,15 @@ class Image(_Declaration):
 
     @model_validator(mode="before")
     @classmethod
-    def _base_from_cuda(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("cuda") is not None and data.get("base") is None:
+    def _base_from_cuda_or_debian(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("base") is not None:
+            return data
+        if data.get("cuda") is not None:
             cuda = CudaBase.model_validate(data["cuda"])
             data = {**data, "cuda": cuda, "base": cuda.image}
+        elif data.get("debian") is not None:
+            debian = DebianBase.model_validate(data["debian"])
+            data = {**data, "debian": debian, "base": debian.image}
         return data
 
     @model_validator(mode="after")
@@ -296,11 +345,6 @@ def release(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in match.group(0).split(".")) if match else ()
 
 
-def _normalise(name: str) -> str:
-    """A package name as PyPI compares them (case, '-', '_' and '.' do not matter)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def _is_cupy(name: str) -> bool:
     return name == "cupy" or name.startswith("cupy-")
 
@@ -312,12 +356,22 @@ def compatibility_problems(image: Image) -> list[Problem]:
     """
     pins = image.pins()
     base = []
-    if image.cuda is not None and image.base != image.cuda.image:
+    if image.cuda is not None and image.debian is not None:
+        base.append(Problem("debian", "set cuda (a GPU image) or debian (a CPU image), not both"))
+    elif image.cuda is not None and image.base != image.cuda.image:
         base.append(
             Problem(
                 "base",
                 f"{image.base} is not the CUDA base image {image.cuda.image}; leave base unset "
                 "(cuda sets it)",
+            )
+        )
+    elif image.debian is not None and image.base != image.debian.image:
+        base.append(
+            Problem(
+                "base",
+                f"{image.base} is not the Debian image {image.debian.image}; leave base unset "
+                "(debian sets it)",
             )
         )
     return [
@@ -351,7 +405,7 @@ def _all_pins(image: Image) -> list[tuple[str, tuple[str, str]]]:
         fields["build.python_bootstrap"] = image.build.python_bootstrap
         fields["build.python_dependencies"] = image.build.python_dependencies
     return [
-        (_normalise(name), (version, field))
+        (canonicalize_name(name), (version, field))
         for field, requirements in fields.items()
         for name, _, version in (requirement.partition("==") for requirement in requirements)
     ]
@@ -454,31 +508,36 @@ def _cupy_problems(image: Image, pins: dict[str, tuple[str, str]]) -> list[Probl
 
 
 def _build_problems(image: Image, pins: dict[str, tuple[str, str]]) -> list[Problem]:
-    """What the Dockerfile recipe needs: a CUDA base, a Python the archive has, the build
-    tools pinned, files inside the build context, and CUDA-aware Open MPI 4 for mpi4py."""
+    """What the Dockerfile recipe needs: a CUDA or Debian base, a Python its archive has, the
+    build tools pinned, files inside the build context, and Open MPI 4 for mpi4py (built
+    CUDA-aware on a CUDA base)."""
     build = image.build
     if build is None:
         return []
     problems = []
-    if image.cuda is None:
+    if image.cuda is not None:
+        system, pythons = f"Ubuntu {image.cuda.ubuntu}", UBUNTU_RELEASES[image.cuda.ubuntu][1]
+    elif image.debian is not None:
+        system, pythons = f"Debian {image.debian.version}", image.debian.pythons
+    else:
         problems.append(
             Problem(
                 "cuda",
-                "images trainjobs builds start from an NVIDIA CUDA base image; set cuda, e.g. "
-                "CudaBase(version='12.2.2', cudnn=8)",
+                "images trainjobs builds start from an NVIDIA CUDA base image (GPU) or a Debian "
+                "image (CPU); set cuda, e.g. CudaBase(version='12.2.2', cudnn=8), or debian, "
+                "e.g. DebianBase(version='12.12')",
             )
         )
-    else:
-        _, pythons = UBUNTU_RELEASES[image.cuda.ubuntu]
-        if build.python not in pythons:
-            problems.append(
-                Problem(
-                    "build.python",
-                    f"Python {build.python} is not in Ubuntu {image.cuda.ubuntu}'s archive (it "
-                    f"has {', '.join(pythons)}); choose one of those or another Ubuntu release",
-                )
+        system, pythons = "", (build.python,)
+    if build.python not in pythons:
+        problems.append(
+            Problem(
+                "build.python",
+                f"Python {build.python} is not in {system}'s archive (it has "
+                f"{', '.join(pythons)}); choose one of those or another release",
             )
-    bootstrap = {_normalise(r.partition("==")[0]) for r in build.python_bootstrap}
+        )
+    bootstrap = {canonicalize_name(r.partition("==")[0]) for r in build.python_bootstrap}
     missing = [tool for tool in ("pip", "setuptools", "wheel") if tool not in bootstrap]
     if missing:
         problems.append(
@@ -495,13 +554,26 @@ def _build_problems(image: Image, pins: dict[str, tuple[str, str]]) -> list[Prob
                     f"{item.source} is outside images/, the build context; move it there",
                 )
             )
+    for name, url in build.package_indexes.items():
+        if canonicalize_name(name) not in pins:
+            problems.append(
+                Problem(f"build.package_indexes.{name}", f"{name} is not pinned in this image")
+            )
+        if not url.startswith("https://"):
+            problems.append(
+                Problem(f"build.package_indexes.{name}", f"{url} is not an https:// URL")
+            )
     open_mpi = build.open_mpi
-    if "mpi4py" in pins and open_mpi is None:
+    archive_mpi = image.cuda is None and "libopenmpi-dev" in image.apt_packages
+    if "mpi4py" in pins and open_mpi is None and not archive_mpi:
         problems.append(
             Problem(
                 "build.open_mpi",
                 f"mpi4py=={pins['mpi4py'][0]} needs MPI: declare open_mpi (OpenMpi(version="
-                "'4.1.8', ...), built with CUDA support)",
+                "'4.1.8', ...), built with CUDA support)"
+                if image.cuda is not None
+                else f"mpi4py=={pins['mpi4py'][0]} needs MPI: add openmpi-bin and "
+                "libopenmpi-dev to apt_packages, or declare open_mpi",
             )
         )
     if open_mpi is not None and release(open_mpi.version)[0] != 4:
@@ -552,6 +624,7 @@ _PYTHON_ENV = {"PYTHONUNBUFFERED": "1"}
 # cuDNN) on CUDA 12.2 with cuDNN 8; ChainerMN's adds NCCL (in the base image) and CUDA-aware
 # Open MPI. Shared pins equal requirements.txt's, so a local run runs the same Python code.
 _CUDA_12 = CudaBase(version="12.2.2", cudnn=8)
+_DEBIAN_12 = DebianBase(version="12.12")
 _APT_SNAPSHOT = "20261101T000000Z"
 _PYTHON_BOOTSTRAP = ("pip==25.3", "setuptools==73.0.1", "wheel==0.48.0", "packaging==26.3")
 _CHAINER_DEPENDENCIES = (
@@ -564,6 +637,20 @@ _CHAINER_DEPENDENCIES = (
     "typing_extensions==4.16.0",
 )
 _CUPY = ("cupy-cuda12x==13.6.0", "fastrlock==0.8.4")
+_TORCH_BOOTSTRAP = ("pip==25.3", "setuptools==80.9.0", "wheel==0.48.0", "packaging==26.3")
+_TORCH_DEPENDENCIES = (
+    "cloudpickle==3.1.2",
+    "filelock==4.2.11",
+    "fsspec==2026.9.0",
+    "jinja2==3.1.6",
+    "joblib==1.6.0",
+    "markupsafe==3.0.4",
+    "mpmath==1.3.0",
+    "networkx==3.6.1",
+    "sympy==1.14.0",
+    "threadpoolctl==3.8.0",
+    "typing_extensions==4.16.0",
+)
 _OPEN_MPI = OpenMpi(
     version="4.1.8", sha256="466f68e3132a1dc02710cc2011fafced8336d98359fa2dae4dddcfd5719f12a9"
 )
@@ -574,19 +661,33 @@ IMAGES: dict[str, Image] = {
         Image(
             reference="trainjobs/chainer:7.8.1",
             summary="Chainer 7.8.1 on CPU with the MNIST-style training script (single pod).",
-            base="python:3.11-slim-bookworm",
+            debian=_DEBIAN_12,
             python_packages=_CHAINER_PACKAGES,
             files=(_TRAINING_SCRIPT,),
             env=_PYTHON_ENV,
+            build=ImageBuild(
+                directory="chainer-cpu",
+                apt_snapshot=_APT_SNAPSHOT,
+                python_bootstrap=_PYTHON_BOOTSTRAP,
+                python_dependencies=_CHAINER_DEPENDENCIES,
+            ),
         ),
         Image(
             reference="trainjobs/chainermn:7.8.1",
-            summary="Chainer 7.8.1 with ChainerMN over Debian's Open MPI 4.1 (distributed).",
-            base="python:3.11-slim-bookworm",
+            summary="Chainer 7.8.1 with ChainerMN over Debian's Open MPI 4.1 (distributed, CPU: "
+            "--communicator naive).",
+            debian=_DEBIAN_12,
             apt_packages=("openmpi-bin", "libopenmpi-dev"),
             python_packages=(*_CHAINER_PACKAGES, _MPI4PY),
             files=(_TRAINING_SCRIPT,),
             env=_PYTHON_ENV,
+            build=ImageBuild(
+                directory="chainermn-cpu",
+                apt_snapshot=_APT_SNAPSHOT,
+                python_bootstrap=_PYTHON_BOOTSTRAP,
+                python_dependencies=_CHAINER_DEPENDENCIES,
+                kubectl_image=DEFAULT_KUBECTL_IMAGE,
+            ),
         ),
         Image(
             reference="trainjobs/chainer:7.8.1-cuda12.2",
@@ -627,25 +728,39 @@ IMAGES: dict[str, Image] = {
             reference="trainjobs/pytorch:2.13.0-cpu",
             summary="PyTorch 2.13.0 on CPU with the digits training script (torch.distributed "
             "over gloo; the PyTorchJob example).",
-            base="python:3.11-slim-bookworm",
+            debian=_DEBIAN_12,
             python_packages=(
-                "torch==2.13.0",
+                "torch==2.13.0+cpu",
                 "numpy==1.23.5",
                 "scipy==1.11.4",
                 "scikit-learn==1.3.2",
             ),
             files=(ImageFile(path="/train_pytorch.py", source="images/scripts/train_pytorch.py"),),
             env=_PYTHON_ENV,
+            build=ImageBuild(
+                directory="pytorch-cpu",
+                apt_snapshot=_APT_SNAPSHOT,
+                # torch 2.13 declares setuptools>=77.0.3; this image carries no Chainer.
+                python_bootstrap=_TORCH_BOOTSTRAP,
+                python_dependencies=_TORCH_DEPENDENCIES,
+                # PyPI's torch wheel is the CUDA build (gigabytes of nvidia-* packages).
+                package_indexes={"torch": "https://download.pytorch.org/whl/cpu"},
+            ),
         ),
         Image(
             reference="trainjobs/tf-check:1",
             summary="A light stand-in for TensorFlow in the TFJob example: check_tf_config.py "
             "verifies each process's TF_CONFIG and reaches every task (standard library only).",
-            base="python:3.11-slim-bookworm",
+            debian=_DEBIAN_12,
             files=(
                 ImageFile(path="/check_tf_config.py", source="images/scripts/check_tf_config.py"),
             ),
             env=_PYTHON_ENV,
+            build=ImageBuild(
+                directory="tf-check",
+                apt_snapshot=_APT_SNAPSHOT,
+                python_bootstrap=_PYTHON_BOOTSTRAP,
+            ),
         ),
         Image(
             reference=DEFAULT_KUBECTL_IMAGE,

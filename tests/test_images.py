@@ -33,6 +33,7 @@ from components.images import (
     IMAGES,
     MIN_CUDA,
     CudaBase,
+    DebianBase,
     Image,
     ImageError,
     check_images_on_pool,
@@ -74,9 +75,9 @@ def declared_with(like: str = CHAINERMN, **changes: Any) -> Image:
     return Image.model_validate(data)
 
 
-def refusal(**changes: Any) -> str:
+def refusal(like: str = CHAINERMN, **changes: Any) -> str:
     with pytest.raises(ImageError) as raised:
-        declared_with(**changes)
+        declared_with(like, **changes)
     return str(raised.value)
 
 
@@ -94,8 +95,12 @@ def test_checked_in_dockerfiles_match_the_declarations():
 def test_dockerfiles_command_writes_the_rendered_files(tmp_path, capsys):
     assert main(["dockerfiles", "--out", str(tmp_path)]) == 0
     assert capsys.readouterr().out.splitlines() == [
+        f"{tmp_path}/chainer-cpu/Dockerfile",
+        f"{tmp_path}/chainermn-cpu/Dockerfile",
         f"{tmp_path}/chainer/Dockerfile",
         f"{tmp_path}/chainermn/Dockerfile",
+        f"{tmp_path}/pytorch-cpu/Dockerfile",
+        f"{tmp_path}/tf-check/Dockerfile",
     ]
     assert (tmp_path / "chainermn" / "Dockerfile").read_text() == dockerfiles.render(
         IMAGES[CHAINERMN]
@@ -212,11 +217,129 @@ def test_ubuntu_packages_come_from_a_dated_archive_snapshot():
     ]
 
 
+# -- the CPU images the examples run on a cluster ------------------------------------------------
+
+CPU_DOCKERFILES = ("chainer-cpu", "chainermn-cpu", "pytorch-cpu", "tf-check")
+
+
+def test_cpu_images_start_from_debian_12_at_a_point_release():
+    bases = {
+        name: [line for line in dockerfile(name) if line.startswith("FROM ")][-1]
+        for name in CPU_DOCKERFILES
+    }
+    assert bases == {name: "FROM debian:12.12-slim" for name in CPU_DOCKERFILES}
+    assert IMAGES["trainjobs/chainermn:7.8.1"].debian == DebianBase(version="12.12")
+
+
+def test_debian_packages_come_from_a_dated_snapshot_of_bookworm():
+    lines = dockerfile("chainermn-cpu")
+    start = lines.index("RUN rm -f /etc/apt/sources.list.d/* \\")
+    assert lines[start + 1 : start + 6] == [
+        "    && printf 'deb [check-valid-until=no] http://snapshot.debian.org/archive/debian/"
+        "20261101T000000Z %s main\\n' \\",
+        "        bookworm bookworm-updates > /etc/apt/sources.list \\",
+        "    && echo 'deb [check-valid-until=no] http://snapshot.debian.org/archive/debian-security/"
+        "20261101T000000Z bookworm-security main' \\",
+        "        >> /etc/apt/sources.list \\",
+        "    && apt-get update \\",
+    ]
+
+
+def test_cpu_chainermn_uses_bookworms_open_mpi_compiles_mpi4py_and_carries_kubectl():
+    lines = dockerfile("chainermn-cpu")
+    start = lines.index(
+        "    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\"
+    )
+    assert lines[start + 1 : start + 8] == [
+        "        build-essential \\",
+        "        libopenmpi-dev \\",
+        "        openmpi-bin \\",
+        "        python3.11 \\",
+        "        python3.11-dev \\",
+        "        python3.11-venv \\",
+        "    && rm -rf /var/lib/apt/lists/*",
+    ]
+    assert "        mpi4py==3.1.6 \\" in lines
+    assert not [line for line in lines if "openmpi-4" in line or "--with-cuda" in line]
+    assert "COPY --from=kubectl /bin/kubectl /usr/local/bin/kubectl" in lines
+
+
+def test_torch_comes_from_pytorchs_cpu_index_before_the_rest_from_pypi():
+    lines = dockerfile("pytorch-cpu")
+    torch = (
+        "RUN python3 -m pip install --no-cache-dir --no-deps "
+        "--index-url=https://download.pytorch.org/whl/cpu torch==2.13.0+cpu"
+    )
+    rest = lines.index(
+        "RUN python3 -m pip install --no-cache-dir --no-deps --no-build-isolation \\"
+    )
+    assert lines.index(torch) < rest
+    assert [line for line in lines if "torch" in line] == [
+        "# trainjobs/pytorch:2.13.0-cpu: PyTorch 2.13.0 on CPU with the digits training script "
+        "(torch.distributed over gloo; the PyTorchJob example).",
+        "# torch==2.13.0+cpu from its own index, not PyPI.",
+        torch,
+        "COPY scripts/train_pytorch.py /train_pytorch.py",
+    ]
+    # torch 2.13 declares setuptools>=77.0.3; pip check enforces it in this image.
+    assert "        setuptools==80.9.0 \\" in lines
+
+
+def test_the_tf_check_image_carries_only_the_standard_library():
+    lines = dockerfile("tf-check")
+    assert "RUN python3 -m pip check" in lines
+    assert not [line for line in lines if "--no-build-isolation" in line]
+    assert "COPY scripts/check_tf_config.py /check_tf_config.py" in lines
+
+
+def test_an_image_on_both_a_cuda_and_a_debian_base_is_refused():
+    assert refusal(debian={"version": "12.12"}) == (
+        f"image {CHAINERMN}: incompatible declaration (1 problem(s))\n"
+        "  debian: set cuda (a GPU image) or debian (a CPU image), not both"
+    )
+
+
+def test_a_debian_release_without_a_known_archive_is_refused():
+    with pytest.raises(ValueError, match=r"must be a point release of 12\.x \(got '13\.2'\)"):
+        DebianBase(version="13.2")
+
+
+def test_a_python_the_debian_archive_lacks_is_refused():
+    assert refusal(like="trainjobs/chainermn:7.8.1", build__python="3.12") == (
+        "image trainjobs/chainermn:7.8.1: incompatible declaration (1 problem(s))\n"
+        "  build.python: Python 3.12 is not in Debian 12.12's archive (it has 3.11); choose one "
+        "of those or another release"
+    )
+
+
+def test_mpi4py_on_a_cpu_image_without_open_mpi_is_refused():
+    assert refusal(like="trainjobs/chainermn:7.8.1", apt_packages=()) == (
+        "image trainjobs/chainermn:7.8.1: incompatible declaration (1 problem(s))\n"
+        "  build.open_mpi: mpi4py==3.1.6 needs MPI: add openmpi-bin and libopenmpi-dev to "
+        "apt_packages, or declare open_mpi"
+    )
+
+
+def test_a_package_index_for_an_unpinned_package_or_over_http_is_refused():
+    indexes = {"torch": "https://download.pytorch.org/whl/cpu", "jax": "http://example.com/simple"}
+    assert refusal(like="trainjobs/pytorch:2.13.0-cpu", build__package_indexes=indexes) == (
+        "image trainjobs/pytorch:2.13.0-cpu: incompatible declaration (2 problem(s))\n"
+        "  build.package_indexes.jax: jax is not pinned in this image\n"
+        "  build.package_indexes.jax: http://example.com/simple is not an https:// URL"
+    )
+
+
 def test_images_carry_the_training_script_and_unbuffered_python():
-    for name in ("chainer", "chainermn"):
+    for name in ("chainer-cpu", "chainermn-cpu", "chainer", "chainermn"):
         lines = dockerfile(name)
         assert "COPY scripts/train_mnist.py /train_mnist.py" in lines
         assert "ENV PYTHONUNBUFFERED=1" in lines
+
+
+APT_SNAPSHOT_SOURCE = (
+    r"deb (http://snapshot\.ubuntu\.com/ubuntu/|\[check-valid-until=no\] "
+    r"http://snapshot\.debian\.org/archive/debian(-security)?/)\d{8}T\d{6}Z "
+)
 
 
 def test_no_dockerfile_downloads_anything_unpinned():
@@ -238,14 +361,14 @@ def test_no_dockerfile_downloads_anything_unpinned():
                     loose = [p for p in parts[parts.index("install") + 1 :] if "==" not in p]
                     if [p for p in loose if not p.startswith("--")]:
                         problems.append(f"{name}: unpinned pip install {loose}")
+                    indexes = [p for p in loose if p.startswith("--index-url")]
+                    if [p for p in indexes if not p.startswith("--index-url=https://")]:
+                        problems.append(f"{name}: package index not over https {indexes}")
                 if parts[:1] == ["curl"] and not re.search(
                     rf"{re.escape(parts[3])}\" \| sha256sum -c -", line
                 ):
                     problems.append(f"{name}: download without checksum {parts[4]}")
-                if (
-                    "deb http" in command
-                    and "deb http://snapshot.ubuntu.com/ubuntu/" not in command
-                ):
+                if "deb " in command and not re.search(APT_SNAPSHOT_SOURCE, command):
                     problems.append(f"{name}: apt source outside the snapshot: {command}")
         if "# syntax" in text or "ADD " in text:
             problems.append(f"{name}: downloads through the frontend or ADD")
@@ -259,7 +382,14 @@ def test_everything_the_dockerfiles_copy_is_in_the_build_context():
         for line in text.splitlines()
         if line.startswith("COPY ") and "--from=" not in line
     ]
-    assert copied == ["scripts/train_mnist.py", "scripts/train_mnist.py"]
+    assert copied == [
+        "scripts/train_mnist.py",  # chainer-cpu
+        "scripts/train_mnist.py",  # chainermn-cpu
+        "scripts/train_mnist.py",  # chainer (CUDA)
+        "scripts/train_mnist.py",  # chainermn (CUDA)
+        "scripts/train_pytorch.py",
+        "scripts/check_tf_config.py",
+    ]
     assert all((REPO / "images" / source).is_file() for source in copied)
 
 
@@ -291,7 +421,12 @@ def test_the_cuda_images_are_declared_with_their_base_and_pins():
     assert (image.repository, image.tag) == ("trainjobs/chainermn", "7.8.1-cuda12.2")
 
 
-def test_cuda_image_pins_equal_the_local_environments_where_both_pin_a_package():
+# torch 2.13 declares setuptools>=77.0.3, which its image (no Chainer) pins; the local
+# environment keeps Chainer's setuptools<74 and installs torch without its declared dependencies.
+PINS_THAT_DIFFER_ON_PURPOSE = {"trainjobs/pytorch:2.13.0-cpu: setuptools==80.9.0"}
+
+
+def test_image_pins_equal_the_local_environments_where_both_pin_a_package():
     pins = [
         line.split()[0].partition("==")
         for line in (REPO / "requirements.txt").read_text().splitlines()
@@ -299,12 +434,12 @@ def test_cuda_image_pins_equal_the_local_environments_where_both_pin_a_package()
     ]
     requirements = {re.sub(r"[-_.]+", "-", name).lower(): version for name, _, version in pins}
     differing = {
-        f"{reference}: {name}=={version} (requirements.txt: {requirements[name]})"
+        f"{reference}: {name}=={version}"
         for reference, image in IMAGES.items()
         for name, (version, _) in image.pins().items()
         if name in requirements and requirements[name] != version
     }
-    assert differing == set()
+    assert differing == PINS_THAT_DIFFER_ON_PURPOSE
 
 
 def test_cupy_14_with_chainer_is_refused():
@@ -382,7 +517,7 @@ def test_a_python_the_ubuntu_archive_lacks_is_refused():
     assert refusal(build__python="3.12") == (
         f"image {CHAINERMN}: incompatible declaration (1 problem(s))\n"
         "  build.python: Python 3.12 is not in Ubuntu 22.04's archive (it has 3.10, 3.11); "
-        "choose one of those or another Ubuntu release"
+        "choose one of those or another release"
     )
 
 
@@ -817,7 +952,8 @@ def test_an_images_stack_refuses_an_undeclared_image(tmp_path):
         run_preview("test", images_project(tmp_path, [{"image": "trainjobs/other:1"}]))
     assert str(raised.value) == (
         "trainjobs-infra:images[0].image: 'trainjobs/other:1' is not declared "
-        f"({CHAINER}, {CHAINERMN})"
+        f"(trainjobs/chainer:7.8.1, trainjobs/chainermn:7.8.1, {CHAINER}, {CHAINERMN}, "
+        "trainjobs/pytorch:2.13.0-cpu, trainjobs/tf-check:1)"
     )
 
 

@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from components import images, jobtypes
+from components.cli import main
 from components.errors import UserError
 from components.local import network
 from components.local.cluster import plan_cluster
@@ -391,6 +392,29 @@ def test_an_undeclared_image_is_refused_with_how_to_declare_or_map_it(tmp_path: 
         "in-image path -> repository file, and its pinned Python packages), or run it as a "
         "declared image with --map-image example.com/mine:1=DECLARED (declared: "
         f"{', '.join(sorted(images.IMAGES))})\n"
+    )
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_image_whose_pinned_package_is_not_installed_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    older = images.Image(
+        reference="example.com/old-numpy:1",
+        summary="the training script on an older NumPy",
+        python_packages=("numpy==1.22.4",),
+        files=images.IMAGES["trainjobs/chainer:7.8.1"].files,
+    )
+    monkeypatch.setitem(images.IMAGES, older.reference, older)
+
+    def old_numpy(document: dict[str, Any]) -> None:
+        master_container(document)["image"] = older.reference
+
+    job = write_job(tmp_path / "job.yaml", SINGLE, old_numpy)
+    assert main(["run", str(job), "--run-dir", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err == (
+        "error: image example.com/old-numpy:1 needs numpy==1.22.4 in the Python that runs local "
+        f"pods ({sys.executable}), which has 1.23.5: run `make setup`\n"
     )
     assert not (tmp_path / "run").exists()
 

@@ -60,6 +60,8 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
+from packaging.requirements import Requirement
+
 from components import images
 from components.errors import UserError
 from components.jobtypes import JobDefinition
@@ -187,13 +189,13 @@ def _check_images(plan: ClusterPlan, aliases: dict[str, str]) -> None:
         for container in _all_containers(pod):
             image = images.resolve(container["image"], aliases)
             for requirement in image.python_packages:
-                name, _, version = requirement.partition("==")
+                pin = Requirement(requirement)
                 try:
-                    installed = importlib.metadata.version(name)
+                    installed = importlib.metadata.version(pin.name)
                 except importlib.metadata.PackageNotFoundError:
                     installed = None
-                # PEP 440: '==2.13.0' matches a local build such as torch's 2.13.0+cpu.
-                if installed is None or installed.split("+", 1)[0] != version:
+                # PEP 440 matching: '==2.13.0' would also accept a local build (2.13.0+cpu).
+                if installed is None or not pin.specifier.contains(installed, prereleases=True):
                     have = f"has {installed}" if installed else "does not have it"
                     raise UserError(
                         f"image {image.reference} needs {requirement} in the Python that runs "
