@@ -78,7 +78,7 @@ def test_mpiexec_places_ranks_in_hostfile_order_master_first(tmp_path: Path) -> 
     report = 'echo "rank $OMPI_COMM_WORLD_RANK on $(uname -n)"'
     result, log = run_locally(distributed_job(*MPIEXEC, "sh", "-c", report), tmp_path / "run")
 
-    assert result.outcome == "Succeeded"
+    assert result.outcome == "Succeeded", "\n".join([result.message, *log])
     assert sorted(line for line in log if line.startswith("rank ")) == [
         "rank 0 on demo-master",
         "rank 1 on demo-worker-0",
@@ -95,7 +95,7 @@ def test_ranks_in_different_pods_exchange_data_over_mpi(tmp_path: Path) -> None:
     )
     result, log = run_locally(distributed_job(*MPIEXEC, "python3", "-c", program), tmp_path / "r")
 
-    assert result.outcome == "Succeeded"
+    assert result.outcome == "Succeeded", "\n".join([result.message, *log])
     assert sorted(line for line in log if line.startswith("rank ")) == [
         "rank 0 of 3 on demo-master sum 6",
         "rank 1 of 3 on demo-worker-0 sum 6",
@@ -115,7 +115,7 @@ def test_pod_names_resolve_in_every_cluster_dns_form(tmp_path: Path) -> None:
     lookup = "for name in " + " ".join(names) + '; do echo "$name $(getent hosts $name)"; done'
     result, log = run_locally(distributed_job("sh", "-c", lookup), tmp_path / "run")
 
-    assert result.outcome == "Succeeded"
+    assert result.outcome == "Succeeded", "\n".join([result.message, *log])
     addresses = {line.split()[0]: line.split()[1] for line in log if line.startswith("demo-")}
     assert sorted(addresses) == sorted(names)
     assert len(set(addresses.values())) == 1
@@ -128,7 +128,7 @@ def test_rsh_agent_runs_the_command_in_the_named_worker_pod(tmp_path: Path) -> N
     agent = ("sh", "/etc/trainjobs/kubexec.sh", "demo-worker-1.demo.default.svc", "uname -n")
     result, log = run_locally(distributed_job(*agent), tmp_path / "run")
 
-    assert result.outcome == "Succeeded"
+    assert result.outcome == "Succeeded", "\n".join([result.message, *log])
     assert log[-1] == "demo-worker-1"
 
 
