@@ -88,10 +88,13 @@ def test_mpiexec_places_ranks_in_hostfile_order_master_first(tmp_path: Path) -> 
 
 @needs_pod_network
 def test_ranks_in_different_pods_exchange_data_over_mpi(tmp_path: Path) -> None:
+    # One write per line: with unbuffered output, print() writes each argument on its own, and
+    # mpiexec would interleave the pieces of different ranks.
     program = (
-        "from mpi4py import MPI; world = MPI.COMM_WORLD; "
-        "print('rank', world.rank, 'of', world.size, 'on', MPI.Get_processor_name(), "
-        "'sum', world.allreduce(world.rank + 1))"
+        "import os; from mpi4py import MPI; world = MPI.COMM_WORLD; "
+        "total = world.allreduce(world.rank + 1); "
+        "os.write(1, f'rank {world.rank} of {world.size} on {MPI.Get_processor_name()} "
+        "sum {total}\\n'.encode())"
     )
     result, log = run_locally(distributed_job(*MPIEXEC, "python3", "-c", program), tmp_path / "r")
 
