@@ -158,10 +158,9 @@ def _python_steps(image: Image) -> str:
     assert image.build is not None
     build = image.build
     indexes = {canonicalize_name(n): url for n, url in build.package_indexes.items()}
-    from_pypi, from_index = [], []
-    for requirement in [*image.python_packages, *image.gpu_packages, *build.python_dependencies]:
-        url = indexes.get(canonicalize_name(requirement.partition("==")[0]))
-        (from_index if url else from_pypi).append((url, requirement))
+    requirements = [*image.python_packages, *image.gpu_packages, *build.python_dependencies]
+    index = {r: indexes.get(canonicalize_name(r.partition("==")[0])) for r in requirements}
+    from_pypi = [r for r in requirements if index[r] is None]
     steps = (
         f"# Python {build.python} in a virtual environment first on PATH: `python3` in job "
         "commands is this one.\n"
@@ -172,17 +171,18 @@ def _python_steps(image: Image) -> str:
             _listed("python3 -m pip install --no-cache-dir --no-deps", list(build.python_bootstrap))
         )
     )
-    for url, requirement in from_index:
-        steps += f"# {requirement} from its own index, not PyPI.\n" + _run(
-            f"python3 -m pip install --no-cache-dir --no-deps --index-url={url} {requirement}"
-        )
+    for requirement, url in index.items():
+        if url is not None:
+            steps += f"# {requirement} from its own index, not PyPI.\n" + _run(
+                f"python3 -m pip install --no-cache-dir --no-deps --index-url={url} {requirement}"
+            )
     if not from_pypi:
         return steps + "# pip check proves the environment consistent.\nRUN python3 -m pip check\n"
     install = "python3 -m pip install --no-cache-dir --no-deps --no-build-isolation"
     return (
         steps
         + "# Exactly these packages, no dependency resolution; pip check proves the closure.\n"
-        + _run(_listed(install, [r for _, r in from_pypi]), "python3 -m pip check")
+        + _run(_listed(install, from_pypi), "python3 -m pip check")
     )
 
 
