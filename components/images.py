@@ -157,6 +157,7 @@ class DebianBase(_Declaration):
 
     @property
     def pythons(self) -> tuple[str, ...]:
+        """The Python versions in this release's archive."""
         return DEBIAN_RELEASES[self.version.split(".")[0]][1]
 
 
@@ -528,8 +529,8 @@ def _build_problems(image: Image, pins: dict[str, tuple[str, str]]) -> list[Prob
                 "e.g. DebianBase(version='12.12')",
             )
         )
-        system, pythons = "", (build.python,)
-    if build.python not in pythons:
+        system, pythons = None, ()
+    if system is not None and build.python not in pythons:
         problems.append(
             Problem(
                 "build.python",
