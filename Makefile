@@ -54,7 +54,7 @@ bench: setup
 crds: setup
 	$(BIN)/trainjobs crds --out crds
 
-# Regenerate images/*/Dockerfile from the image declarations (components/images.py).
+# Regenerate images/*/Dockerfile from the image declarations (components/images/catalogue.py).
 images: setup
 	$(BIN)/trainjobs dockerfiles --out images
 

@@ -1,5 +1,5 @@
 """trainjobs Pulumi program: one component per job named by the stack's config."""
 
-from components.program import run
+from components.deploy.program import run
 
 run()

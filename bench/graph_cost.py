@@ -1,7 +1,7 @@
 """Graph cost: rendering 1, 10, 100 and 1000 ChainerJobs with `trainjobs render`'s code path.
 
 For each size N, the measured path is what `trainjobs render` does per job: validate the spec
-(`jobtypes.parse`), build the graph, write one YAML file per object. The baseline, in the
+(`registry.parse`), build the graph, write one YAML file per object. The baseline, in the
 same run, writes the same manifests (prepared beforehand) as YAML files: the serialization
 and I/O any renderer pays, so the ratio is what validation and graph building add.
 
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import yaml
 
-from components import jobtypes
-from components.manifests import prepare_output_dir, write_manifests
+from components.core.manifests import prepare_output_dir, write_manifests
+from components.kinds.registry import parse_job
 
 REPO = Path(__file__).resolve().parent.parent
 SIZES = (1, 10, 100, 1000)
@@ -38,7 +38,7 @@ def job_documents(count: int) -> list[dict]:
 
 def render_all(documents: list[dict], out: Path) -> None:
     for document in documents:
-        job = jobtypes.parse(document, "bench.yaml")
+        job = parse_job(document, "bench.yaml")
         job_dir = out / job.name
         prepare_output_dir(job_dir)
         write_manifests(job.graph.manifests(), job_dir)
@@ -70,7 +70,7 @@ def measure(repeats: int) -> list[dict[str, float]]:
         documents = job_documents(size)
         inputs[size] = (
             documents,
-            [jobtypes.parse(d, "bench").graph.manifests() for d in documents],
+            [parse_job(d, "bench").graph.manifests() for d in documents],
         )
     rendered: dict[int, list[tuple[float, float]]] = {size: [] for size in SIZES}
     baseline: dict[int, list[float]] = {size: [] for size in SIZES}

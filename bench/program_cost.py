@@ -1,7 +1,7 @@
 """Program cost: a 100-job stack evaluated under the Pulumi mock runtime.
 
 Three programs register the same 700 Kubernetes objects (100 distributed ChainerJobs), each
-evaluated by `components.preview.run_preview` (the offline `trainjobs preview`):
+evaluated by `components.review.preview.run_preview` (the offline `trainjobs preview`):
 
 - baseline: a bare program that registers the prepared manifests directly as
   pulumi-kubernetes resources, with no components, no dependencies, no watcher;
@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 BASELINE_PROGRAM = '''\
 """Registers prepared manifests as pulumi-kubernetes resources, nothing else."""
 import json
-from components.component import _RESOURCE_CLASSES, _snake
+from components.deploy.component import _RESOURCE_CLASSES, _snake
 
 for manifest in json.load(open("manifests.json")):
     cls = _RESOURCE_CLASSES[(manifest["apiVersion"], manifest["kind"])]
@@ -46,8 +46,8 @@ for manifest in json.load(open("manifests.json")):
 TRIAL = """
 import json, sys, time
 from pathlib import Path
-import pulumi_kubernetes, components.program, components.completion
-from components.preview import run_preview
+import pulumi_kubernetes, components.deploy.program, components.deploy.completion
+from components.review.preview import run_preview
 start = time.perf_counter()
 result = run_preview(sys.argv[2], Path(sys.argv[1]))
 print(json.dumps({"seconds": time.perf_counter() - start, "resources": len(result.resources)}))
@@ -55,7 +55,7 @@ print(json.dumps({"seconds": time.perf_counter() - start, "resources": len(resul
 
 
 def make_projects(root: Path, jobs: int) -> dict[str, tuple[Path, str]]:
-    from components import jobtypes
+    from components.kinds.registry import parse_job
 
     template = yaml.safe_load((REPO / "jobs" / "chainermn-mnist.yaml").read_text())
     real = root / "trainjobs"
@@ -66,7 +66,7 @@ def make_projects(root: Path, jobs: int) -> dict[str, tuple[Path, str]]:
     for index in range(jobs):
         template["metadata"]["name"] = f"job-{index:03d}"
         (real / "jobs" / f"job-{index:03d}.yaml").write_text(yaml.safe_dump(template))
-        manifests += jobtypes.parse(template, "bench").graph.manifests()
+        manifests += parse_job(template, "bench").graph.manifests()
     (real / "Pulumi.watch.yaml").write_text("config:\n  trainjobs:jobs: jobs/*.yaml\n")
     (real / "Pulumi.nowatch.yaml").write_text(
         'config:\n  trainjobs:jobs: jobs/*.yaml\n  trainjobs:watch: "false"\n'

@@ -7,8 +7,8 @@ Job stacks copy a profile into their `trainjobs:gpuPool` config, e.g.
 --stack gpu-a100 --json | jq -c .a100)"`.
 """
 
-from components.cuda_image import images_from_config
-from components.gpu_pool import pools_from_config
+from components.cloud.gpu_pool import pools_from_config
+from components.images.cuda_image import images_from_config
 
 pools_from_config()
 images_from_config()

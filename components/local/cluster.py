@@ -30,14 +30,14 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.errors import UserError
-from components.graph import Graph, Manifest
+from components.core.errors import UserError
+from components.core.graph import Graph, Manifest
+from components.core.pod_template import GPU_RESOURCE
 
 DEFAULT_BACKOFF_LIMIT = 6
 """batch/v1 Job's default when backoffLimit is unset."""
 DEFAULT_GRACE_SECONDS = 30
 """A pod's default terminationGracePeriodSeconds."""
-GPU_RESOURCE = "nvidia.com/gpu"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 """Annotation (and, 1.28+, label) the Job controller puts on each pod of an Indexed Job."""
 COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"

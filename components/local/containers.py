@@ -1,7 +1,7 @@
-"""Containers become host processes: their in-image paths are mapped to files on this machine.
+"""Containers as host processes: in-image paths mapped to files on this machine.
 
 A container sees two kinds of paths that do not exist on the host: files its image carries
-(``/train_mnist.py``, the declared :class:`~components.images.Image` files) and volume
+(``/train_mnist.py``, the declared :class:`~components.images.declarations.Image` files) and volume
 mounts (``/etc/trainjobs`` from the assets ConfigMap, ``/opt/trainjobs/bin`` from an
 emptyDir). A local run maps both by **rewriting** the container's command, args and env
 values: a path is replaced where it appears as a whole path (an argument, an env value, or a
@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.errors import UserError
-from components.images import Image
+from components.core.errors import UserError
+from components.images.declarations import Image
 
 _VARIABLE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 

@@ -1,4 +1,4 @@
-"""Local pod networks: one network namespace per pod on a private bridge, or plain loopback.
+"""Local pod networks: a network namespace per pod on a private bridge, or plain loopback.
 
 As root with iproute2, every pod gets what a CNI plugin gives it on a cluster: its own
 network namespace, a veth pair into a per-run bridge and an address of its own, here from
@@ -31,7 +31,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.errors import UserError
+from components.core.errors import UserError
 
 POD_SUBNETS = ipaddress.ip_network("198.18.0.0/15")
 NETNS_CONFIG = Path("/etc/netns")

@@ -1,4 +1,4 @@
-"""Local pods as host processes: a sandbox per pod, a process per container, and their logs.
+"""Local pods as host processes: a sandbox per pod, a process per container, their logs.
 
 A pod's **sandbox** plays the part of Kubernetes' pause container. With network namespaces
 it is a ``sleep infinity`` started through ``ip netns exec NETNS unshare --uts``, after it

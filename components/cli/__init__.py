@@ -1,0 +1,49 @@
+"""The `trainjobs` command line: each group of subcommands in its own module."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from components.core.errors import UserError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # Imported here so `trainjobs --help` stays fast: each module imports its own work lazily.
+    from components.cli import images, jobs, preflight, review, run, watch
+
+    parser = argparse.ArgumentParser(
+        prog="trainjobs",
+        description="Distributed training jobs on Kubernetes as Pulumi infrastructure as code.",
+    )
+    subcommands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for register in (
+        jobs.register,
+        review.register_preview,
+        jobs.register_crds,
+        review.register_diff,
+        watch.register,
+        run.register,
+        preflight.register,
+        images.register,
+    ):
+        register(subcommands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""`trainjobs validate`, `render` and `crds`: job specs in, checks and manifests out."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from components.core.errors import SpecError
+from components.core.graph import DEFAULT_KUBECTL_IMAGE, GraphOptions
+from components.core.manifests import prepare_output_dir, write_manifests
+from components.kinds import crds
+from components.kinds.registry import load_job
+
+
+def _validate(args: argparse.Namespace) -> int:
+    failures = []
+    for path in args.files:
+        try:
+            job = load_job(path)
+        except SpecError as error:
+            failures.append(str(error))
+            continue
+        print(f"{path}: valid {job.kind} {job.name!r} ({len(job.graph.nodes)} objects)")
+    if failures:
+        print("\n".join(failures), file=sys.stderr)
+        return 2
+    return 0
+
+
+def _render(args: argparse.Namespace) -> int:
+    options = GraphOptions(kubectl_image=args.kubectl_image)
+    job = load_job(args.file, args.namespace, options)  # validate before touching --out
+    prepare_output_dir(args.out)
+    for path in write_manifests(job.graph.manifests(), args.out):
+        print(path)
+    return 0
+
+
+def _crds(args: argparse.Namespace) -> int:
+    for path in crds.write(args.out):
+        print(path)
+    return 0
+
+
+def _directory(value: str) -> Path:
+    return Path(value)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    validate = subparsers.add_parser("validate", help="validate job spec files")
+    validate.add_argument("files", nargs="+", metavar="FILE")
+    validate.set_defaults(handler=_validate)
+
+    render = subparsers.add_parser(
+        "render", help="write the pure resource graph of one job as YAML, one object per file"
+    )
+    render.add_argument("file", metavar="FILE")
+    render.add_argument("--out", required=True, type=_directory, metavar="DIR")
+    render.add_argument("--namespace", default="default", help="if the spec names none")
+    render.add_argument("--kubectl-image", default=DEFAULT_KUBECTL_IMAGE, metavar="IMAGE")
+    render.set_defaults(handler=_render)
+
+
+def register_crds(subparsers: argparse._SubParsersAction) -> None:
+    generate = subparsers.add_parser("crds", help="regenerate the CRDs from the spec models")
+    generate.add_argument("--out", default=Path("crds"), type=_directory, metavar="DIR")
+    generate.set_defaults(handler=_crds)

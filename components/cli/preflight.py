@@ -1,0 +1,63 @@
+"""`trainjobs preflight`: ask AWS whether a stack's GPU jobs can schedule, before `pulumi up`."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from pathlib import Path
+
+from components.cloud.preflight import (
+    CONFIG_KEY,
+    AwsClients,
+    PreflightFailed,
+    PreflightSettings,
+    run_checks,
+)
+from components.cloud.scheduling import SchedulingProfile
+from components.core.errors import UserError
+
+
+def _settings_for_stack(stack: str, project: Path) -> PreflightSettings:
+    """The stack's jobs and GPU profile, read the way the Pulumi program reads them."""
+    import pulumi
+
+    from components.deploy.program import StackSettings, load_jobs
+    from components.review.preview import stack_config
+
+    config = stack_config(project, stack)
+    profile = SchedulingProfile.from_config(config.get(CONFIG_KEY))
+    if profile is None:
+        raise UserError(
+            f"stack {stack} sets no {CONFIG_KEY}: pre-flight checks need the GPU pool's "
+            "scheduling profile (the infra stack's schedulingProfiles output; see infra/)"
+        )
+    pulumi.runtime.set_all_config(config, [])
+    with contextlib.chdir(project):  # job files are relative to the project, as for Pulumi
+        jobs = load_jobs(StackSettings.from_config(pulumi.Config("trainjobs")))
+    return PreflightSettings.from_jobs(profile, [job.graph for job in jobs])
+
+
+def _preflight(args: argparse.Namespace) -> int:
+    settings = _settings_for_stack(args.stack, args.project)
+    clients = AwsClients()
+    results = run_checks(settings, clients)
+    print(f"pre-flight checks for stack {args.stack} (region {clients.session.region_name}):")
+    for result in results:
+        print(f"  {result.status:<4}  {result.summary}")
+    problems = [problem for result in results for problem in result.problems]
+    if problems:
+        print(str(PreflightFailed(problems)), file=sys.stderr)
+        return PreflightFailed.exit_code
+    print("all pre-flight checks passed")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    preflight = subparsers.add_parser(
+        "preflight",
+        help="check a GPU job stack against AWS (instance types, zones, GPU fit, ECR images)",
+    )
+    preflight.add_argument("--stack", required=True, metavar="NAME", help="reads Pulumi.NAME.yaml")
+    preflight.add_argument("--project", default=Path("."), type=Path, metavar="DIR")
+    preflight.set_defaults(handler=_preflight)

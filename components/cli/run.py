@@ -1,0 +1,76 @@
+"""The `trainjobs run` subcommand: a job on this machine, with the same graph as a cluster."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from components.core.errors import UserError
+from components.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS
+
+NETWORK_CHOICES = ("auto", "netns", "loopback")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    run = subparsers.add_parser(
+        "run",
+        help="run a job on this machine: one local pod per replica, real Open MPI",
+        description="Run a job's resource graph on this machine and exit with its outcome "
+        "(0 Succeeded, 1 Failed, 2 invalid input, 128+N stopped by signal N: 130 for SIGINT, "
+        "143 for SIGTERM, 129 for SIGHUP).",
+    )
+    run.add_argument("file", metavar="FILE", help="job spec (YAML)")
+    run.add_argument(
+        "--run-dir",
+        type=Path,
+        metavar="DIR",
+        help="new directory for pod files, logs/ and summary.json "
+        "(default: out/runs/<job>-<timestamp>)",
+    )
+    run.add_argument(
+        "--network",
+        choices=NETWORK_CHOICES,
+        default="auto",
+        help="netns: a network namespace per pod (root); loopback: host processes; "
+        "auto (default): netns when possible",
+    )
+    run.add_argument(
+        "--wait-timeout",
+        type=int,
+        metavar="SECONDS",
+        help="how long the master's cluster waiter waits for the workers "
+        f"(default: {DEFAULT_WAIT_TIMEOUT_SECONDS})",
+    )
+    run.add_argument(
+        "--map-image",
+        action="append",
+        default=[],
+        metavar="REF=DECLARED",
+        help="run image REF as the declared image DECLARED (see components/images.py)",
+    )
+    run.add_argument("--namespace", default="default", help="if the spec names none")
+    run.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    # Imported here: `trainjobs --help` must not pay for the runtime.
+    from components.core.graph import GraphOptions
+    from components.kinds.registry import load_job
+    from components.local.runtime import RunOptions, run_job
+
+    aliases = {}
+    for item in args.map_image:
+        reference, separator, declared = item.partition("=")
+        if not separator or not reference or not declared:
+            raise UserError(f"--map-image {item!r}: expected REF=DECLARED")
+        aliases[reference] = declared
+    options = GraphOptions()
+    if args.wait_timeout is not None:
+        if args.wait_timeout <= 0:
+            raise UserError("--wait-timeout must be a positive number of seconds")
+        options = GraphOptions(wait_timeout_seconds=args.wait_timeout)
+    job = load_job(args.file, args.namespace, options)
+    result = run_job(
+        job, RunOptions(run_dir=args.run_dir, network=args.network, image_aliases=aliases)
+    )
+    return result.exit_code

@@ -1,0 +1,76 @@
+"""An API client for the cluster, found the way kubectl finds its credentials."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from components.core.errors import UserError
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+
+def _looks_like_path(kubeconfig: str) -> bool:
+    """pulumi-kubernetes' ``kubernetes:kubeconfig`` holds either the file's content or its
+    path; content is YAML or JSON and always spans several lines or starts with a brace."""
+    text = kubeconfig.strip()
+    return "\n" not in text and not text.startswith("{")
+
+
+def load_api_client(kubeconfig: str | None = None, context: str | None = None) -> ApiClient:
+    """An API client found the way kubectl finds one.
+
+    Order: the given kubeconfig (content or path), else ``$KUBECONFIG`` (which may list
+    several files), else ``~/.kube/config``, else the in-cluster service account. The
+    configuration is private to the returned client: watchers for different clusters in one
+    process must not share the kubernetes package's global default. Refreshed tokens are
+    not written back into the user's kubeconfig.
+    """
+    import yaml
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    try:
+        if kubeconfig and not _looks_like_path(kubeconfig):
+            data = yaml.safe_load(kubeconfig)
+            if not isinstance(data, dict):
+                raise UserError("kubeconfig: the given content is not a kubeconfig mapping")
+            config.load_kube_config_from_dict(
+                data, context=context, client_configuration=configuration, persist_config=False
+            )
+        else:
+            path = _kubeconfig_path(kubeconfig)
+            if path is not None:
+                config.load_kube_config(
+                    config_file=path,
+                    context=context,
+                    client_configuration=configuration,
+                    persist_config=False,
+                )
+            elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+                config.load_incluster_config(client_configuration=configuration)
+            else:
+                raise UserError(
+                    "no Kubernetes credentials found: set KUBECONFIG, create ~/.kube/config, "
+                    "set `pulumi config set --secret kubernetes:kubeconfig ...`, "
+                    "or run inside a cluster"
+                )
+    except config.ConfigException as error:
+        raise UserError(f"cannot load Kubernetes credentials: {error}") from error
+    return client.ApiClient(configuration)
+
+
+def _kubeconfig_path(kubeconfig: str | None) -> str | None:
+    """The kubeconfig file(s) to read, or None when only in-cluster config is left."""
+    if kubeconfig:
+        path = Path(kubeconfig.strip()).expanduser()
+        if not path.is_file():
+            raise UserError(f"kubeconfig file {str(path)!r} does not exist")
+        return str(path)
+    from_env = os.environ.get("KUBECONFIG")
+    if from_env:
+        return from_env
+    default = Path("~/.kube/config").expanduser()
+    return str(default) if default.is_file() else None

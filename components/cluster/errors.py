@@ -1,0 +1,71 @@
+"""API server failures: which are worth retrying, how often, and which a person must fix."""
+
+from __future__ import annotations
+
+import http.client
+from dataclasses import dataclass
+from http import HTTPStatus
+
+from components.cluster.diagnosis import describe_error
+from components.core.errors import UserError
+
+
+class ClusterAccessError(UserError):
+    """The API server refused a request in a way retrying cannot fix (401, 403, 400...)."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How the watcher copes with an API server that is slow, restarting or overloaded."""
+
+    initial_backoff: float = 0.2
+    """First pause after a failed request; doubles on each further failure."""
+    max_backoff: float = 10.0
+    connect_timeout: float = 10.0
+    request_timeout: float = 30.0
+    """Read timeout of list, patch and log requests (a half-open connection must not hang)."""
+    scale_attempts: int = 6
+    """Tries per worker before scale-down is reported as failed."""
+
+
+DEFAULT_RETRY = RetryPolicy()
+"""The policy everything uses unless a caller (a test, a benchmark) passes its own."""
+
+
+def is_transient(error: BaseException) -> bool:
+    """Worth retrying: connection trouble, timeouts, 429 and 5xx (an API server restarting,
+    overloaded or behind a load balancer that is rolling)."""
+    import urllib3
+    from kubernetes.client.exceptions import ApiException
+
+    if isinstance(error, ApiException):
+        status = error.status or 0
+        return status in (HTTPStatus.REQUEST_TIMEOUT, HTTPStatus.TOO_MANY_REQUESTS) or status >= 500
+    return isinstance(error, urllib3.exceptions.HTTPError | http.client.HTTPException | OSError)
+
+
+def is_read_timeout(error: BaseException) -> bool:
+    import urllib3
+
+    if isinstance(error, urllib3.exceptions.MaxRetryError):
+        return isinstance(error.reason, urllib3.exceptions.ReadTimeoutError)
+    return isinstance(error, urllib3.exceptions.ReadTimeoutError)
+
+
+def access_error(error: BaseException, action: str, namespace: str) -> ClusterAccessError:
+    from kubernetes.client.exceptions import ApiException
+
+    status = error.status if isinstance(error, ApiException) else None
+    hint = ""
+    if status == HTTPStatus.UNAUTHORIZED:
+        hint = "; check the credentials in the kubeconfig"
+    elif status == HTTPStatus.FORBIDDEN:
+        hint = (
+            f"; the kubeconfig's identity needs, in namespace {namespace}: get/list/watch on "
+            "jobs, list on pods, get on pods/log, patch on statefulsets/scale and jobs"
+        )
+    return ClusterAccessError(
+        f"the Kubernetes API refused to {action} ({describe_error(error)}){hint}"
+    )

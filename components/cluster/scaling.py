@@ -1,0 +1,193 @@
+"""Stopping a job's workers when it ends, and restoring them when a new run starts."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from components.cluster.diagnosis import describe_error
+from components.cluster.errors import DEFAULT_RETRY, RetryPolicy, is_transient
+from components.cluster.progress import Reporter, quiet
+from components.core.errors import UserError
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+
+WorkerKind = Literal["StatefulSet", "Job"]
+
+
+WORKER_KINDS: tuple[WorkerKind, ...] = ("StatefulSet", "Job")
+
+
+_KIND_ALIASES: dict[str, WorkerKind] = {
+    "statefulset": "StatefulSet",
+    "statefulsets": "StatefulSet",
+    "sts": "StatefulSet",
+    "job": "Job",
+    "jobs": "Job",
+}
+
+
+@dataclass(frozen=True)
+class WorkerRef:
+    """A workload that only serves the master and must stop when the master Job ends.
+
+    StatefulSet workers are scaled to 0 through the scale subresource. Job workers (the
+    Indexed Jobs later job types use) get ``spec.parallelism: 0``: the Job controller then
+    removes their pods but keeps the Job, its status and the finished pods' logs.
+
+    ``replicas`` is the declared size. The watcher owns the size once the workload exists:
+    pulumi-kubernetes ignores it (ignore_changes), so that a refresh never revives workers
+    the watcher stopped; in exchange the watcher restores it when a new run starts (a
+    replaced master Job would otherwise wait for workers still at 0).
+    """
+
+    kind: WorkerKind
+    name: str
+    replicas: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in WORKER_KINDS:
+            raise ValueError(f"worker kind must be one of {WORKER_KINDS}, not {self.kind!r}")
+
+    def __str__(self) -> str:
+        return f"{self.kind}/{self.name}"
+
+    @classmethod
+    def parse(cls, text: str) -> WorkerRef:
+        """Read ``statefulset/NAME`` or ``job/NAME`` (kubectl's spelling, any case)."""
+        kind, _, name = text.partition("/")
+        resolved = _KIND_ALIASES.get(kind.strip().lower())
+        if resolved is None or not name.strip():
+            raise UserError(f"--worker {text!r}: expected statefulset/NAME or job/NAME")
+        return cls(resolved, name.strip())
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WorkerRef:
+        replicas = data.get("replicas")  # the engine hands numbers back as floats
+        return cls(
+            cast(WorkerKind, data["kind"]),
+            str(data["name"]),
+            None if replicas is None else int(replicas),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"kind": self.kind, "name": self.name}
+        if self.replicas is not None:
+            data["replicas"] = self.replicas
+        return data
+
+
+@dataclass(frozen=True)
+class ScaleResult:
+    """What happened when one worker was told to stop."""
+
+    worker: WorkerRef
+    scaled_down: bool
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.worker.to_dict(), "scaled_down": self.scaled_down, "detail": self.detail}
+
+
+def scale_down_workers(
+    api: ApiClient,
+    namespace: str,
+    workers: Sequence[WorkerRef],
+    *,
+    retry: RetryPolicy = DEFAULT_RETRY,
+    report: Reporter = quiet,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[ScaleResult, ...]:
+    """Set every worker to 0 pods, retrying transient errors; never raises.
+
+    A worker that no longer exists (404) counts as scaled down: nothing of it runs. The
+    patches are idempotent, so a second watcher (a resumed `pulumi up`) can repeat them.
+    """
+    return _scale_all(api, namespace, [(w, 0) for w in workers], retry, report, sleep)
+
+
+def restore_workers(
+    api: ApiClient,
+    namespace: str,
+    workers: Sequence[WorkerRef],
+    *,
+    retry: RetryPolicy = DEFAULT_RETRY,
+    report: Reporter = quiet,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[ScaleResult, ...]:
+    """Set every worker with a declared size back to it, at the start of a run.
+
+    Idempotent: a fresh workload is already at its size, and the patch changes nothing.
+    """
+    sized = [(w, w.replicas) for w in workers if w.replicas is not None]
+    return _scale_all(api, namespace, sized, retry, report, sleep)
+
+
+def _scale_all(
+    api: ApiClient,
+    namespace: str,
+    targets: Sequence[tuple[WorkerRef, int]],
+    retry: RetryPolicy,
+    report: Reporter,
+    sleep: Callable[[float], None],
+) -> tuple[ScaleResult, ...]:
+    results = []
+    for worker, count in targets:
+        result = _scale(api, namespace, worker, count, retry, sleep)
+        report(f"{worker}: {result.detail}")
+        results.append(result)
+    return tuple(results)
+
+
+def _scale(
+    api: ApiClient,
+    namespace: str,
+    worker: WorkerRef,
+    count: int,
+    retry: RetryPolicy,
+    sleep: Callable[[float], None],
+) -> ScaleResult:
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    timeout = (retry.connect_timeout, retry.request_timeout)
+    backoff = retry.initial_backoff
+    last_error: BaseException | None = None
+    for attempt in range(retry.scale_attempts):
+        if attempt:
+            sleep(backoff)
+            backoff = min(backoff * 2, retry.max_backoff)
+        try:
+            if worker.kind == "StatefulSet":
+                client.AppsV1Api(api).patch_namespaced_stateful_set_scale(
+                    worker.name, namespace, {"spec": {"replicas": count}}, _request_timeout=timeout
+                )
+            else:
+                client.BatchV1Api(api).patch_namespaced_job(
+                    worker.name,
+                    namespace,
+                    {"spec": {"parallelism": count}},
+                    _request_timeout=timeout,
+                )
+        except ApiException as error:
+            if error.status == HTTPStatus.NOT_FOUND:
+                detail = "not found; nothing left to scale down" if count == 0 else "not found"
+                return ScaleResult(worker, count == 0, detail)
+            if error.status != HTTPStatus.CONFLICT and not is_transient(error):
+                return ScaleResult(worker, False, describe_error(error))
+            last_error = error
+        except Exception as error:
+            if not is_transient(error):
+                raise
+            last_error = error
+        else:
+            return ScaleResult(worker, True, f"scaled to {count}")
+    assert last_error is not None
+    return ScaleResult(
+        worker, False, f"{describe_error(last_error)} after {retry.scale_attempts} attempts"
+    )

@@ -1,0 +1,137 @@
+"""A Job's state as the watcher reads it: a derived phase, the terminal condition, counts."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kubernetes.client import V1Job, V1JobCondition, V1JobStatus
+
+
+SUCCEEDED = "Succeeded"
+
+
+FAILED = "Failed"
+
+
+DELETED = "Deleted"
+
+
+TERMINAL_PHASES = frozenset({SUCCEEDED, FAILED, DELETED})
+
+
+WORKER_FAILED = "WorkerFailed"
+"""The reason of a job that failed because one of its worker Jobs failed."""
+
+
+def _timestamp(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """What the watcher knows about the master Job at one moment.
+
+    When a worker Job fails first, the job's final status is the master Job's, marked
+    Failed with reason ``WorkerFailed`` and ``failed_worker`` set.
+
+    ``phase`` is derived, since Jobs have none: Pending, Running, Suspended, then one of the
+    terminal Succeeded, Failed or Deleted. ``reason`` and ``message`` come from the terminal
+    condition (e.g. ``BackoffLimitExceeded``); a Complete condition without a reason (before
+    Kubernetes 1.31) reports ``Complete``.
+    """
+
+    phase: str
+    reason: str | None = None
+    message: str | None = None
+    start_time: datetime | None = None
+    completion_time: datetime | None = None
+    active: int = 0
+    ready: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    uid: str | None = None
+    failed_worker: str | None = None
+    """The worker Job whose failure ended the job (reason ``WorkerFailed``), else None. The
+    counts and times are still the master Job's; the end time is the worker's failure."""
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in TERMINAL_PHASES
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.start_time is None or self.completion_time is None:
+            return None
+        return (self.completion_time - self.start_time).total_seconds()
+
+    @classmethod
+    def from_job(cls, job: V1Job) -> JobStatus:
+        from kubernetes.client import V1JobStatus
+
+        status = job.status or V1JobStatus()
+        conditions = {c.type: c for c in status.conditions or [] if c.status == "True"}
+        phase, reason, message, end = _derive_phase(job, status, conditions)
+        return cls(
+            phase=phase,
+            reason=reason,
+            message=message,
+            start_time=status.start_time,
+            completion_time=end,
+            active=status.active or 0,
+            ready=status.ready or 0,
+            succeeded=status.succeeded or 0,
+            failed=status.failed or 0,
+            uid=job.metadata.uid if job.metadata else None,
+        )
+
+    def as_deleted(self, message: str) -> JobStatus:
+        """This status, but ended by the Job's deletion (its counts stay the last seen)."""
+        return dataclasses.replace(
+            self, phase=DELETED, reason=DELETED, message=message, completion_time=None
+        )
+
+    def counts(self) -> str:
+        """``Running: 2 active (1 ready), 0 succeeded, 0 failed``. Pods that are active but
+        not ready are typically still Pending, e.g. waiting for a GPU node."""
+        return (
+            f"{self.phase}: {self.active} active ({self.ready} ready), "
+            f"{self.succeeded} succeeded, {self.failed} failed"
+        )
+
+    def to_outputs(self) -> dict[str, Any]:
+        return {
+            "phase": self.phase,
+            "reason": self.reason,
+            "message": self.message,
+            "start_time": _timestamp(self.start_time),
+            "completion_time": _timestamp(self.completion_time),
+            "duration_seconds": self.duration_seconds,
+            "succeeded": self.succeeded,
+            "failed": self.failed,
+        }
+
+
+def _derive_phase(
+    job: V1Job, status: V1JobStatus, conditions: Mapping[str, V1JobCondition]
+) -> tuple[str, str | None, str | None, datetime | None]:
+    """(phase, reason, message, end time). Only Complete and Failed are terminal: since
+    Kubernetes 1.31 SuccessCriteriaMet/FailureTarget come first, while pods still stop."""
+    if "Complete" in conditions:
+        done = conditions["Complete"]
+        end = status.completion_time or done.last_transition_time
+        return SUCCEEDED, done.reason or "Complete", done.message, end
+    if "Failed" in conditions:
+        done = conditions["Failed"]
+        return FAILED, done.reason or "Failed", done.message, done.last_transition_time
+    if job.spec is not None and job.spec.suspend:
+        return "Suspended", None, None, None
+    if status.active:
+        return "Running", None, None, None
+    return "Pending", None, None, None

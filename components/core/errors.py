@@ -1,0 +1,44 @@
+"""Errors a user can fix. The CLI prints them without a traceback and exits non-zero."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class UserError(Exception):
+    """A mistake in input the user controls (a spec, a flag, a stack file)."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a spec: where (a dotted field path), what, and how to fix it."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class SpecError(UserError):
+    """A job spec failed validation. Carries every problem found, each with its field path."""
+
+    def __init__(self, source: str, problems: list[Problem]) -> None:
+        self.source = source
+        self.problems = problems
+        lines = [f"{source}: invalid job spec ({len(problems)} problem(s))"]
+        lines += [f"  {problem}" for problem in problems]
+        super().__init__("\n".join(lines))
+
+
+class ConfigError(UserError):
+    """Stack config that failed validation; carries every problem, each with its field path."""
+
+    def __init__(self, source: str, what: str, problems: list[Problem]) -> None:
+        self.source = source
+        self.problems = problems
+        lines = [f"{source}: invalid {what} ({len(problems)} problem(s))"]
+        lines += [f"  {problem}" for problem in problems]
+        super().__init__("\n".join(lines))

@@ -1,0 +1,72 @@
+"""A job's resource graph: Kubernetes manifests as plain data plus the order they need.
+
+Every consumer (Pulumi components, offline preview, local runtime) reads this one structure;
+none rebuilds it. Builders are pure: spec in, :class:`Graph` out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Manifest = dict[str, Any]
+
+DEFAULT_KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.34.2"
+DEFAULT_WAIT_TIMEOUT_SECONDS = 600
+
+
+@dataclass(frozen=True)
+class GraphOptions:
+    """Cluster-wide choices that are not part of a job spec (set per stack)."""
+
+    kubectl_image: str = DEFAULT_KUBECTL_IMAGE
+    """Image that delivers kubectl to the master; pin a mirror by digest in air-gapped clusters."""
+    wait_timeout_seconds: int = DEFAULT_WAIT_TIMEOUT_SECONDS
+    """How long the master's cluster waiter waits for every worker before failing."""
+
+
+@dataclass(frozen=True)
+class Node:
+    """One Kubernetes object and the keys of the nodes that must exist before it."""
+
+    manifest: Manifest
+    depends_on: tuple[str, ...] = ()
+
+    @property
+    def kind(self) -> str:
+        return str(self.manifest["kind"])
+
+    @property
+    def name(self) -> str:
+        return str(self.manifest["metadata"]["name"])
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}/{self.name}"
+
+
+@dataclass
+class Graph:
+    """Nodes in creation order (every node comes after its dependencies)."""
+
+    job: str
+    kind: str
+    namespace: str
+    nodes: list[Node] = field(default_factory=list)
+
+    def add(self, manifest: Manifest, *depends_on: Node) -> Node:
+        node = Node(manifest, tuple(dep.key for dep in depends_on))
+        known = {existing.key for existing in self.nodes}
+        missing = [key for key in node.depends_on if key not in known]
+        if missing:
+            raise ValueError(f"{node.key} depends on nodes not yet in the graph: {missing}")
+        if node.key in known:
+            raise ValueError(f"duplicate node {node.key}")
+        self.nodes.append(node)
+        return node
+
+    def get(self, key: str) -> Node:
+        return next(node for node in self.nodes if node.key == key)
+
+    def manifests(self) -> list[Manifest]:
+        return [node.manifest for node in self.nodes]

@@ -1,0 +1,157 @@
+"""The Pulumi program behind `__main__.py`: stack config in, job components and exports out."""
+
+from __future__ import annotations
+
+import glob
+import json
+from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
+
+import pulumi
+
+from components.cloud.scheduling import SchedulingProfile, apply_scheduling
+from components.core.errors import Problem, SpecError, UserError
+from components.core.graph import DEFAULT_KUBECTL_IMAGE, DEFAULT_WAIT_TIMEOUT_SECONDS, GraphOptions
+from components.deploy.completion import WatchSettings
+from components.deploy.component import TrainingJob
+from components.images.gpu_support import check_images_on_pool
+from components.images.pinning import image_pins_from_config, pin_images
+from components.kinds.registry import JobDefinition, load_job
+
+
+@dataclass(frozen=True)
+class StackSettings:
+    """What a job stack's `trainjobs:*` config says."""
+
+    job_files: list[Path]
+    namespace: str
+    graph_options: GraphOptions
+    gpu_pool: SchedulingProfile | None = None
+    preflight: bool = True
+    images: dict[str, str] = field(default_factory=dict)
+    """`trainjobs:images`: image reference as jobs name it -> `repo@sha256:...`."""
+    require_digests: bool = False
+    """`trainjobs:requireDigests`: refuse any container image left on a tag after pinning."""
+
+    @classmethod
+    def from_config(cls, config: pulumi.Config) -> StackSettings:
+        return cls(
+            job_files=job_files(config.get("job"), config.get("jobs")),
+            namespace=config.get("namespace") or "default",
+            graph_options=GraphOptions(
+                kubectl_image=config.get("kubectlImage") or DEFAULT_KUBECTL_IMAGE,
+                wait_timeout_seconds=_positive_int(
+                    config, "clusterWaitTimeout", DEFAULT_WAIT_TIMEOUT_SECONDS
+                ),
+            ),
+            gpu_pool=SchedulingProfile.from_config(config.get("gpuPool")),
+            preflight=config.get_bool("preflight") is not False,
+            images=image_pins_from_config(config.get("images")),
+            require_digests=config.get_bool("requireDigests") is True,
+        )
+
+
+def _positive_int(config: pulumi.Config, key: str, default: int) -> int:
+    raw = config.get(key)
+    if raw is None:
+        return default
+    if not raw.isdigit() or int(raw) == 0:
+        raise UserError(
+            f"stack config trainjobs:{key} must be a positive number of seconds (got {raw!r})"
+        )
+    return int(raw)
+
+
+def job_files(job: str | None, jobs: str | None) -> list[Path]:
+    """`trainjobs:job` names one spec file; `trainjobs:jobs` a list of files or globs."""
+    if job is not None and jobs is not None:
+        raise UserError("stack config: set trainjobs:job or trainjobs:jobs, not both")
+    if job is None and jobs is None:
+        raise UserError(
+            "stack config: set trainjobs:job to a job spec file (e.g. jobs/chainermn-mnist.yaml) "
+            "or trainjobs:jobs to a list of files or globs"
+        )
+    if job is not None:
+        patterns = [job]
+    else:
+        assert jobs is not None
+        try:
+            parsed = json.loads(jobs)
+        except json.JSONDecodeError:
+            parsed = jobs
+        patterns = parsed if isinstance(parsed, list) else [str(parsed)]
+    files: list[Path] = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        if not matches:
+            raise UserError(f"stack config trainjobs:jobs: {pattern!r} matches no files")
+        files += [Path(match) for match in matches]
+    return files
+
+
+def load_jobs(settings: StackSettings) -> list[JobDefinition]:
+    """Every job of the stack, validated. All problems of all files are reported at once."""
+    loaded: list[tuple[Path, JobDefinition]] = []
+    errors: list[str] = []
+    for path in settings.job_files:
+        try:
+            loaded.append((path, load_job(path, settings.namespace, settings.graph_options)))
+        except SpecError as error:
+            errors.append(str(error))
+    seen: dict[tuple[str, str], Path] = {}
+    for path, job in loaded:
+        key = (job.namespace, job.name)
+        if key in seen:
+            clash = Problem("metadata.name", f"job {job.name!r} is also defined in {seen[key]}")
+            errors.append(str(SpecError(str(path), [clash])))
+        seen[key] = path
+    if errors:
+        raise UserError("\n".join(errors))
+    jobs = [job for _, job in loaded]
+    if settings.gpu_pool is not None:
+        check_images_on_pool([job.graph for job in jobs], settings.gpu_pool)
+        jobs = [replace(job, graph=apply_scheduling(job.graph, settings.gpu_pool)) for job in jobs]
+    if settings.images or settings.require_digests:
+        # After scheduling, before pre-flight: pre-flight checks the pinned digests in ECR.
+        pin = partial(pin_images, pins=settings.images, require_digests=settings.require_digests)
+        jobs = [replace(job, graph=pin(job.graph)) for job in jobs]
+    return jobs
+
+
+def run() -> None:
+    """Build one component per job and export its outputs, keyed by job name."""
+    try:
+        settings = StackSettings.from_config(pulumi.Config("trainjobs"))
+        jobs = load_jobs(settings)
+        if settings.gpu_pool is not None and settings.preflight:
+            from components.cloud.preflight import check_before_registering
+
+            check_before_registering(settings.gpu_pool, [job.graph for job in jobs])
+        watch = WatchSettings.from_config(pulumi.Config("trainjobs"), pulumi.Config("kubernetes"))
+    except UserError as error:
+        # RunError is reported by Pulumi without a stack trace.
+        raise pulumi.RunError(str(error)) from None
+    for job in jobs:
+        component = TrainingJob(job, watch)
+        outputs: dict[str, object] = {
+            "kind": job.kind,
+            "namespace": component.namespace,
+            "masterJobName": component.master_job_name,
+            "workerPodNames": component.worker_pod_names,
+        }
+        if component.completion is not None:
+            completion = component.completion
+            outputs["outcome"] = {
+                "phase": completion.phase,
+                "reason": completion.reason,
+                "message": completion.message,
+                "startTime": completion.start_time,
+                "completionTime": completion.completion_time,
+                "durationSeconds": completion.duration_seconds,
+                "succeeded": completion.succeeded,
+                "failed": completion.failed,
+                "workersScaledDown": completion.workers_scaled_down,
+                "diagnosis": completion.diagnosis,
+            }
+        pulumi.export(job.name, outputs)

@@ -1,0 +1,252 @@
+"""Dockerfiles rendered from the image declarations.
+
+Every image with an :class:`~components.images.declarations.ImageBuild` recipe gets
+``images/<directory>/Dockerfile``, checked in and kept current by a test
+(``trainjobs dockerfiles`` or ``make images`` regenerates them). The build context is
+``images/``: the files an image carries live there (``images/scripts/train_mnist.py``).
+
+A rendered Dockerfile downloads nothing unpinned:
+
+- the base images are named by full version tags (``nvidia/cuda:12.2.2-cudnn8-...``,
+  ``debian:12.12-slim``, ``registry.k8s.io/kubectl:v1.34.2``), and kubectl is copied from its
+  image, so pods never download it;
+- Ubuntu and Debian packages come from snapshot.ubuntu.com or snapshot.debian.org at a fixed
+  time, not the moving archive, and NVIDIA's apt repository is dropped (CUDA, cuDNN and NCCL
+  come with the base image);
+- source tarballs are checked against their SHA-256 before they are unpacked;
+- Python packages are installed exactly as pinned with ``--no-deps``, so pip never resolves
+  a dependency on its own; ``pip check`` then fails the build if the pins are not a complete,
+  consistent closure. PyPI never replaces a released file, so a version pin names its files.
+  A package with an index of its own (torch's CPU build) is installed from it by itself.
+
+The Dockerfiles use the builtin frontend (no ``# syntax=`` line, which would pull a frontend
+image by a moving tag) and ``/bin/sh`` without pipefail: the CUDA-aware MPI check pipes
+``ompi_info`` into ``grep -q``, which exits at the first match, and pipefail would turn the
+writer's SIGPIPE into a failure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from components.images.build_context import IMAGES_DIR
+from components.images.catalogue import IMAGES
+from components.images.declarations import Image
+from components.images.distributions import UBUNTU_RELEASES
+
+GENERATED_HEADER = "# Generated from components/images.py by `make images`; do not edit.\n"
+VENV = "/opt/venv"
+OPEN_MPI_PREFIX = "/usr/local"
+CUDA_AWARE_CHECK = "ompi_info --parsable --all | grep -q mpi_built_with_cuda_support:value:true"
+KUBECTL_STAGE = "kubectl"
+# What downloading, unpacking and compiling Open MPI (and then mpi4py against it) needs.
+OPEN_MPI_BUILD_PACKAGES = ("build-essential", "bzip2", "ca-certificates", "curl")
+# mpi4py 3.1 is published as source only: it compiles against the image's Open MPI.
+MPI4PY_BUILD_PACKAGES = ("build-essential",)
+
+
+def buildable() -> list[Image]:
+    """The images trainjobs builds, in declaration order."""
+    return [image for image in IMAGES.values() if image.build is not None]
+
+
+def dockerfile_path(image: Image) -> str:
+    """The Dockerfile's path relative to ``images/`` (the build context)."""
+    assert image.build is not None
+    return f"{image.build.directory}/Dockerfile"
+
+
+def _run(*commands: str) -> str:
+    """One RUN instruction: commands chained with &&, one per line."""
+    return "RUN " + " \\\n    && ".join(commands) + "\n"
+
+
+def _listed(prefix: str, items: list[str]) -> str:
+    """A command with one argument per line, sorted (diffs show one package per change)."""
+    return " \\\n        ".join([prefix, *sorted(items)])
+
+
+def _apt_sources(image: Image) -> tuple[str, list[str]]:
+    """The comment and commands that point apt at the dated snapshot of the base's archive."""
+    assert image.build is not None
+    snapshot = image.build.apt_snapshot
+    if image.cuda is not None:
+        codename, _ = UBUNTU_RELEASES[image.cuda.ubuntu]
+        archive = f"http://snapshot.ubuntu.com/ubuntu/{snapshot}"
+        return (
+            f"# Ubuntu packages from the archive as it was at {snapshot}, so every\n"
+            "# version is fixed; NVIDIA's apt repository goes (the base image brings CUDA).\n",
+            [
+                "rm -f /etc/apt/sources.list.d/*.list",
+                f"printf 'deb {archive} %s main universe\\n' \\\n        "
+                f"{codename} {codename}-updates {codename}-security > /etc/apt/sources.list",
+            ],
+        )
+    assert image.debian is not None
+    codename = image.debian.codename
+    # A snapshot's Release files are past their Valid-Until date by design.
+    deb = "deb [check-valid-until=no] http://snapshot.debian.org/archive"
+    return (
+        f"# Debian packages from the archive as it was at {snapshot}, so every\n"
+        "# version is fixed (the image's own sources, in deb822 form, go).\n",
+        [
+            "rm -f /etc/apt/sources.list.d/*",
+            f"printf '{deb}/debian/{snapshot} %s main\\n' \\\n"
+            f"        {codename} {codename}-updates > /etc/apt/sources.list",
+            f"echo '{deb}/debian-security/{snapshot} {codename}-security main' \\\n"
+            "        >> /etc/apt/sources.list",
+        ],
+    )
+
+
+def _apt_step(image: Image) -> str:
+    assert image.build is not None
+    python = f"python{image.build.python}"
+    packages = {*image.apt_packages, python, f"{python}-dev", f"{python}-venv"}
+    if image.build.open_mpi is not None:
+        packages |= set(OPEN_MPI_BUILD_PACKAGES)
+    if "mpi4py" in image.pins():
+        packages |= set(MPI4PY_BUILD_PACKAGES)
+    comment, sources = _apt_sources(image)
+    return comment + _run(
+        *sources,
+        "apt-get update",
+        _listed(
+            "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends",
+            list(packages),
+        ),
+        "rm -rf /var/lib/apt/lists/*",
+    )
+
+
+def _open_mpi_steps(image: Image) -> str:
+    assert image.build is not None and image.build.open_mpi is not None
+    mpi = image.build.open_mpi
+    source = f"/tmp/openmpi-{mpi.version}"
+    configure = [f"--prefix={OPEN_MPI_PREFIX}", "--disable-mpi-fortran"]
+    # Remote ranks start through kubexec.sh with a bare PATH: orted must find its own prefix.
+    configure.append("--enable-orterun-prefix-by-default")
+    if mpi.cuda:
+        configure.append("--with-cuda=/usr/local/cuda")
+    steps = (
+        f"# Open MPI {mpi.version} from its release tarball (SHA-256 checked)"
+        + (
+            ", built with CUDA support:\n# MPI calls take GPU buffers directly.\n"
+            if mpi.cuda
+            else ".\n"
+        )
+        + _run(
+            f"curl -fsSL -o {source}.tar.bz2 {mpi.url}",
+            f'echo "{mpi.sha256}  {source}.tar.bz2" | sha256sum -c -',
+            f"tar -xjf {source}.tar.bz2 -C /tmp",
+            f"cd {source}",
+            "./configure " + " ".join(configure),
+            'make -j"$(nproc)" install',
+            "ldconfig",
+            "cd /",
+            f"rm -rf {source} {source}.tar.bz2",
+        )
+    )
+    if mpi.cuda:
+        steps += f"# Fail the build unless Open MPI is CUDA-aware.\nRUN {CUDA_AWARE_CHECK}\n"
+    return steps
+
+
+def _python_steps(image: Image) -> str:
+    assert image.build is not None
+    build = image.build
+    indexes = {canonicalize_name(n): url for n, url in build.package_indexes.items()}
+    requirements = [*image.python_packages, *image.gpu_packages, *build.python_dependencies]
+    index = {r: indexes.get(canonicalize_name(r.partition("==")[0])) for r in requirements}
+    from_pypi = [r for r in requirements if index[r] is None]
+    steps = (
+        f"# Python {build.python} in a virtual environment first on PATH: `python3` in job "
+        "commands is this one.\n"
+        f"RUN python{build.python} -m venv {VENV}\n"
+        f"ENV PATH={VENV}/bin:$PATH\n"
+        "# Build tools first: packages that ship only sources (chainer) build with these.\n"
+        + _run(
+            _listed("python3 -m pip install --no-cache-dir --no-deps", list(build.python_bootstrap))
+        )
+    )
+    for requirement, url in index.items():
+        if url is not None:
+            steps += f"# {requirement} from its own index, not PyPI.\n" + _run(
+                f"python3 -m pip install --no-cache-dir --no-deps --index-url={url} {requirement}"
+            )
+    if not from_pypi:
+        return steps + "# pip check proves the environment consistent.\nRUN python3 -m pip check\n"
+    install = "python3 -m pip install --no-cache-dir --no-deps --no-build-isolation"
+    return (
+        steps
+        + "# Exactly these packages, no dependency resolution; pip check proves the closure.\n"
+        + _run(_listed(install, from_pypi), "python3 -m pip check")
+    )
+
+
+def render(image: Image) -> str:
+    """The Dockerfile of one buildable image."""
+    build = image.build
+    if build is None:
+        raise ValueError(f"image {image.reference} has no build recipe")
+    parts = [GENERATED_HEADER + f"# {image.reference}: {image.summary}\n"]
+    if build.kubectl_image is not None:
+        parts.append(f"FROM {build.kubectl_image} AS {KUBECTL_STAGE}\n")
+    parts.append(f"FROM {image.base}\n")
+    parts.append(_apt_step(image))
+    if build.open_mpi is not None:
+        parts.append(_open_mpi_steps(image))
+    parts.append(_python_steps(image))
+    if build.kubectl_image is not None:
+        parts.append(
+            "# kubectl for the rsh agent (kubexec.sh), from the pinned kubectl image.\n"
+            f"COPY --from={KUBECTL_STAGE} /bin/kubectl /usr/local/bin/kubectl\n"
+        )
+    if image.files:
+        context = IMAGES_DIR.name + "/"
+        parts.append(
+            "".join(
+                f"COPY {item.source.removeprefix(context)} {item.path}\n" for item in image.files
+            )
+        )
+    if image.env:
+        parts.append("".join(f"ENV {name}={value}\n" for name, value in sorted(image.env.items())))
+    return "\n".join(parts)
+
+
+def rendered() -> dict[str, str]:
+    """Dockerfile path (relative to ``images/``) -> text, for every buildable image."""
+    return {dockerfile_path(image): render(image) for image in buildable()}
+
+
+def recipe_hash(image: Image) -> str:
+    """SHA-256 over the Dockerfile and every file the image copies: it changes exactly when
+    what goes into the image changes, so it can name an immutable tag."""
+    digest = hashlib.sha256(render(image).encode())
+    for item in sorted(image.files, key=lambda item: item.path):
+        digest.update(f"\0{item.path}\0{item.source}\0".encode())
+        digest.update(item.local_path.read_bytes())
+    return digest.hexdigest()
+
+
+def write(out_dir: Path = IMAGES_DIR) -> list[Path]:
+    """Write every rendered Dockerfile under ``out_dir``; returns the paths."""
+    paths = []
+    for name, text in rendered().items():
+        path = out_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def stale(out_dir: Path = IMAGES_DIR) -> list[str]:
+    """The Dockerfiles under ``out_dir`` that are missing or differ from their rendering."""
+    return [
+        name
+        for name, text in rendered().items()
+        if not (out_dir / name).is_file() or (out_dir / name).read_text(encoding="utf-8") != text
+    ]

@@ -1,0 +1,1 @@
+"""ChainerJob (Kubeflow KEP-141): ChainerMN over Open MPI, a master Job and worker StatefulSets."""

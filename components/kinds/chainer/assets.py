@@ -1,0 +1,137 @@
+"""The assets ConfigMap's files: the Open MPI rsh agent, the hostfile, the cluster waiter.
+
+They are generated per job from validated names, and every interpolated value is quoted
+with :func:`shlex.quote`, so no job, pod or container name can inject shell. The same files
+run unchanged on a cluster and in the local runtime (which supplies a stand-in kubectl).
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from components.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS
+from components.kinds.chainer.spec import ChainerJobPlan
+
+ASSETS_DIR = "/etc/trainjobs"
+KUBEXEC = f"{ASSETS_DIR}/kubexec.sh"
+HOSTFILE = f"{ASSETS_DIR}/hostfile"
+CLUSTER_WAITER = f"{ASSETS_DIR}/cluster_waiter.sh"
+KUBECTL_DIR = "/opt/trainjobs/bin"
+KUBECTL = f"{KUBECTL_DIR}/kubectl"
+# The marker a worker echoes back through `kubectl exec`: proof the exec path works end to end.
+READY_MARKER = "trainjobs-ready"
+
+
+def hostfile(plan: ChainerJobPlan) -> str:
+    """One `<pod> slots=<n>` line per pod, master first.
+
+    Open MPI maps ranks in hostfile order, so the master pod gets rank 0: whatever rank 0
+    writes (checkpoints, final metrics) lands in the Job's pod, which outlives the workers
+    that are scaled to 0 when the job ends.
+    """
+    lines = [f"{plan.names.master} slots={plan.master.slots}"]
+    lines += [f"{pod} slots={group.slots}" for group in plan.workers for pod in group.pods]
+    return "\n".join(lines) + "\n"
+
+
+def kubexec(plan: ChainerJobPlan) -> str:
+    """Open MPI's rsh agent: start a remote command in a worker pod through `kubectl exec`.
+
+    Open MPI invokes it as `kubexec.sh HOST COMMAND...`, where COMMAND is a shell command line
+    meant for a remote shell (as ssh would run it), hence `sh -c "$*"` on the far side. HOST
+    must be one of this job's pods: anything else is refused before kubectl runs. The
+    container is named explicitly because pods with sidecars have more than one.
+    """
+    cases = [f'    {shlex.quote(plan.names.master)}) exec sh -c "$*" ;;']
+    cases += [
+        f"    {shlex.quote(pod)}) container={shlex.quote(group.container)} ;;"
+        for group in plan.workers
+        for pod in group.pods
+    ]
+    return f"""#!/bin/sh
+# Open MPI rsh agent for ChainerJob {plan.names.job}: runs COMMAND in pod HOST.
+set -eu
+if [ $# -lt 2 ]; then
+    echo "usage: kubexec.sh HOST COMMAND..." >&2
+    exit 2
+fi
+host=$1
+shift
+# Open MPI may pass a fully qualified name; the pod name is its first label.
+pod=${{host%%.*}}
+case "$pod" in
+{chr(10).join(cases)}
+    *) echo "kubexec.sh: '$host' is not a pod of job {plan.names.job}" >&2; exit 2 ;;
+esac
+exec "${{TRAINJOBS_KUBECTL:-kubectl}}" exec -i "$pod" -c "$container" -- sh -c "$*"
+"""
+
+
+def cluster_waiter(plan: ChainerJobPlan) -> str:
+    """Wait until every worker pod is Running and answers an exec round trip.
+
+    Running is not enough: a pod can be Running before the API server can exec into it (or
+    with RBAC missing), and the old operators started mpiexec then and failed obscurely. On
+    timeout it names every worker that is not ready, with its phase, and exits 1, so the
+    master pod's init container fails visibly instead of training on a partial cluster.
+    """
+    checks = "\n".join(
+        f"    check {shlex.quote(pod)} {shlex.quote(group.container)}"
+        for group in plan.workers
+        for pod in group.pods
+    )
+    total = len(plan.worker_pods)
+    return f"""#!/bin/sh
+# Cluster waiter for ChainerJob {plan.names.job}: every worker must be Running and exec-able.
+set -u
+kubectl="${{TRAINJOBS_KUBECTL:-kubectl}}"
+timeout_seconds="${{TRAINJOBS_WAIT_TIMEOUT_SECONDS:-{DEFAULT_WAIT_TIMEOUT_SECONDS}}}"
+interval="${{TRAINJOBS_WAIT_INTERVAL_SECONDS:-2}}"
+start=$(date +%s)
+ready=" "
+pending=""
+
+check() {{
+    case "$ready" in *" $1 "*) return 0 ;; esac
+    phase=$("$kubectl" get pod "$1" -o 'jsonpath={{.status.phase}}' 2>/dev/null) || phase=""
+    answer=""
+    if [ "$phase" = Running ]; then
+        answer=$("$kubectl" exec "$1" -c "$2" -- sh -c 'echo {READY_MARKER}' 2>/dev/null)
+    fi
+    if [ "$answer" = {READY_MARKER} ]; then
+        ready="$ready$1 "
+        echo "cluster_waiter: $1 is ready"
+    else
+        pending="$pending $1(${{phase:-NotFound}})"
+    fi
+}}
+
+last_report=$start
+while :; do
+    pending=""
+{checks}
+    now=$(date +%s)
+    if [ -z "$pending" ]; then
+        echo "cluster_waiter: all {total} workers ready after $((now - start))s"
+        exit 0
+    fi
+    if [ $((now - start)) -ge "$timeout_seconds" ]; then
+        echo "cluster_waiter: timed out after ${{timeout_seconds}}s; workers not ready:$pending" >&2
+        exit 1
+    fi
+    if [ $((now - last_report)) -ge 15 ]; then
+        echo "cluster_waiter: still waiting after $((now - start))s for:$pending"
+        last_report=$now
+    fi
+    sleep "$interval"
+done
+"""
+
+
+def asset_files(plan: ChainerJobPlan) -> dict[str, str]:
+    """The ConfigMap's data: file name -> content."""
+    return {
+        "kubexec.sh": kubexec(plan),
+        "hostfile": hostfile(plan),
+        "cluster_waiter.sh": cluster_waiter(plan),
+    }

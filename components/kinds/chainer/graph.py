@@ -1,0 +1,279 @@
+"""The ChainerJob graph (KEP-141): assets, RBAC, Service, worker StatefulSets, master Job.
+
+The master pod runs the user's command (typically ``mpiexec ... python train.py``). Open MPI
+starts its daemons on the workers through the generated rsh agent, which uses ``kubectl
+exec``; workers only sleep as exec targets. An init container on the master waits until
+every worker answers an exec round trip, so nothing else has to watch for readiness.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from components.core.graph import Graph, GraphOptions, Manifest
+from components.core.labels import JOB_ROLE, REPLICA_TYPE, WORKER_SET, common_labels, metadata
+from components.core.pod_template import main_container, with_env
+from components.kinds.chainer import assets
+from components.kinds.chainer.spec import KIND, ChainerJobPlan, WorkerGroup
+
+ASSETS_VOLUME = "trainjobs-assets"
+KUBECTL_VOLUME = "trainjobs-kubectl"
+
+# Workers are exec targets: they sleep until told to stop, and exit 0 on SIGTERM at once
+# (a plain `sleep` as PID 1 would ignore SIGTERM and wait out the grace period). The trap
+# also ends the background sleep, which would otherwise outlive the shell wherever the pod
+# has no PID namespace of its own to take it down.
+WORKER_COMMAND = [
+    "sh",
+    "-c",
+    "trap 'kill $! 2>/dev/null; wait $! 2>/dev/null; exit 0' TERM INT; "
+    "while :; do sleep 3600 & wait $!; done",
+]
+
+# Open MPI (4.x) settings shared by master and workers: keep pod FQDNs as given, and keep
+# TCP traffic off loopback and the docker bridge some nodes still have.
+MPI_ENV = [
+    {"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "t"},
+    {"name": "OMPI_MCA_btl_tcp_if_exclude", "value": "lo,docker0"},
+]
+
+# The init containers run kubectl and a POSIX shell script; they need nothing else.
+_INIT_SECURITY_CONTEXT = {
+    "runAsNonRoot": True,
+    "runAsUser": 65534,
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+}
+_INIT_RESOURCES = {
+    "requests": {"cpu": "10m", "memory": "32Mi"},
+    "limits": {"memory": "128Mi"},
+}
+
+
+def build_graph(plan: ChainerJobPlan, options: GraphOptions | None = None) -> Graph:
+    """The whole ChainerJob as plain manifests, in dependency order.
+
+    Each node depends directly on the tier before it (ConfigMap -> ServiceAccount and Role ->
+    RoleBinding -> Service -> worker StatefulSets -> master Job); order is transitive, both
+    for creation and for Pulumi's reverse-order deletion. Listing every earlier node instead
+    would order nothing more and cost Pulumi a third more time resolving dependencies.
+    """
+    options = options or GraphOptions()
+    names, namespace = plan.names, plan.namespace
+    graph = Graph(job=names.job, kind=KIND, namespace=namespace)
+
+    def labels(component: str) -> dict[str, str]:
+        return common_labels(names.job, KIND, component, plan.labels)
+
+    config_map = graph.add(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": metadata(names.assets, namespace, labels("assets")),
+            "data": assets.asset_files(plan),
+        }
+    )
+    if not plan.workers:
+        # A single-pod job execs nowhere: no RBAC, no Service, no workers.
+        graph.add(_master_job(plan, options, labels("master")), config_map)
+        return graph
+
+    account = graph.add(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": metadata(names.launcher, namespace, labels("launcher")),
+            # Only the master pod opts in to a token; nothing else using this account gets one.
+            "automountServiceAccountToken": False,
+        },
+        config_map,
+    )
+    role = graph.add(_role(plan, labels("launcher")), config_map)
+    binding = graph.add(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": metadata(names.role_binding, namespace, labels("launcher")),
+            "subjects": [
+                {"kind": "ServiceAccount", "name": names.launcher, "namespace": namespace}
+            ],
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": names.role,
+            },
+        },
+        account,
+        role,
+    )
+    service = graph.add(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": metadata(names.service, namespace, labels("network")),
+            "spec": {
+                # Headless: DNS records per pod (<pod>.<job>.<ns>.svc), no virtual IP.
+                "clusterIP": "None",
+                # Records must exist before readiness: MPI connects while pods start.
+                "publishNotReadyAddresses": True,
+                "selector": {"training.kubeflow.org/job-name": names.job},
+            },
+        },
+        binding,
+    )
+    workers = [
+        graph.add(_worker_statefulset(plan, group, labels("worker")), service)
+        for group in plan.workers
+    ]
+    graph.add(_master_job(plan, options, labels("master")), *workers)
+    return graph
+
+
+def _role(plan: ChainerJobPlan, labels: dict[str, str]) -> Manifest:
+    """Exec into this job's worker pods, and read them; nothing else.
+
+    Every rule names its pods in ``resourceNames``: an empty list would mean *all* pods.
+    ``pods/exec`` needs ``get`` as well as ``create``: kubectl 1.30+ execs over WebSocket,
+    an HTTP GET that API servers before 1.35 authorize as ``get``; 1.35+ require ``create``.
+    """
+    pods = sorted(plan.worker_pods)
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": metadata(plan.names.role, plan.namespace, labels),
+        "rules": [
+            {
+                "apiGroups": [""],
+                "resources": ["pods"],
+                "verbs": ["get", "list"],
+                "resourceNames": pods,
+            },
+            {
+                "apiGroups": [""],
+                "resources": ["pods/exec"],
+                "verbs": ["create", "get"],
+                "resourceNames": pods,
+            },
+        ],
+    }
+
+
+def _pod_labels(template: Manifest, labels: dict[str, str], extra: dict[str, str]) -> None:
+    meta = template.setdefault("metadata", {})
+    meta["labels"] = {**(meta.get("labels") or {}), **labels, **extra}
+
+
+def _worker_statefulset(
+    plan: ChainerJobPlan, group: WorkerGroup, labels: dict[str, str]
+) -> Manifest:
+    selector = {
+        "training.kubeflow.org/job-name": plan.names.job,
+        REPLICA_TYPE: "worker",
+        WORKER_SET: group.statefulset,
+    }
+    template = copy.deepcopy(group.template)
+    _pod_labels(template, labels, selector)
+    pod = template["spec"]
+    # Workers never call the API server; don't hand them a token.
+    pod["automountServiceAccountToken"] = False
+    container = main_container(template, group.container)
+    container["command"] = list(WORKER_COMMAND)
+    container.pop("args", None)
+    with_env(container, MPI_ENV)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": metadata(group.statefulset, plan.namespace, labels),
+        "spec": {
+            "serviceName": plan.names.service,
+            "replicas": group.replicas,
+            # Start all workers at once; ordered start-up buys nothing for exec targets.
+            "podManagementPolicy": "Parallel",
+            "selector": {"matchLabels": selector},
+            "template": template,
+        },
+    }
+
+
+def _master_job(plan: ChainerJobPlan, options: GraphOptions, labels: dict[str, str]) -> Manifest:
+    names = plan.names
+    template = copy.deepcopy(plan.master.template)
+    _pod_labels(template, labels, {REPLICA_TYPE: "master", JOB_ROLE: "master"})
+    pod = template["spec"]
+    pod.setdefault("restartPolicy", "Never")
+    # The hostfile names the master by this hostname, so Open MPI recognises it as local.
+    pod["hostname"] = names.master
+    container = main_container(template, plan.master.container)
+    env = [{"name": "OMPI_MCA_orte_default_hostfile", "value": assets.HOSTFILE}]
+    volumes = [
+        {
+            "name": ASSETS_VOLUME,
+            "configMap": {"name": names.assets, "defaultMode": 0o555},
+        }
+    ]
+    mounts = [{"name": ASSETS_VOLUME, "mountPath": assets.ASSETS_DIR, "readOnly": True}]
+    if plan.workers:
+        pod["subdomain"] = names.service
+        pod["serviceAccountName"] = names.launcher
+        pod["automountServiceAccountToken"] = True
+        env += [
+            {"name": "OMPI_MCA_plm_rsh_agent", "value": assets.KUBEXEC},
+            {"name": "TRAINJOBS_KUBECTL", "value": assets.KUBECTL},
+            *MPI_ENV,
+        ]
+        volumes.append({"name": KUBECTL_VOLUME, "emptyDir": {}})
+        mounts.append({"name": KUBECTL_VOLUME, "mountPath": assets.KUBECTL_DIR, "readOnly": True})
+        pod["initContainers"] = [*(pod.get("initContainers") or []), *_init_containers(options)]
+    else:
+        pod["automountServiceAccountToken"] = False
+    with_env(container, env)
+    container["volumeMounts"] = [*(container.get("volumeMounts") or []), *mounts]
+    pod["volumes"] = [*(pod.get("volumes") or []), *volumes]
+
+    spec: Manifest = {"template": template}
+    if plan.master.backoff_limit is not None:
+        spec["backoffLimit"] = plan.master.backoff_limit
+    if plan.master.active_deadline_seconds is not None:
+        spec["activeDeadlineSeconds"] = plan.master.active_deadline_seconds
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": metadata(names.master, plan.namespace, labels),
+        "spec": spec,
+    }
+
+
+def _init_containers(options: GraphOptions) -> list[Manifest]:
+    """Deliver kubectl from a pinned image (never downloaded at run time), then wait for workers.
+
+    The default image (registry.k8s.io/kubectl) carries kubectl at /bin/kubectl plus a shell
+    and coreutils, so the same image both copies kubectl and runs the waiter.
+    """
+    return [
+        {
+            "name": "trainjobs-kubectl-delivery",
+            "image": options.kubectl_image,
+            "command": ["cp", "/bin/kubectl", assets.KUBECTL],
+            "volumeMounts": [{"name": KUBECTL_VOLUME, "mountPath": assets.KUBECTL_DIR}],
+            "securityContext": copy.deepcopy(_INIT_SECURITY_CONTEXT),
+            "resources": copy.deepcopy(_INIT_RESOURCES),
+        },
+        {
+            "name": "trainjobs-cluster-waiter",
+            "image": options.kubectl_image,
+            "command": ["sh", assets.CLUSTER_WAITER],
+            "env": [
+                {"name": "TRAINJOBS_KUBECTL", "value": "/bin/kubectl"},
+                {
+                    "name": "TRAINJOBS_WAIT_TIMEOUT_SECONDS",
+                    "value": str(options.wait_timeout_seconds),
+                },
+            ],
+            "volumeMounts": [
+                {"name": ASSETS_VOLUME, "mountPath": assets.ASSETS_DIR, "readOnly": True}
+            ],
+            "securityContext": copy.deepcopy(_INIT_SECURITY_CONTEXT),
+            "resources": copy.deepcopy(_INIT_RESOURCES),
+        },
+    ]

@@ -1,0 +1,1 @@
+"""PyTorchJob: torch.distributed training, every process told its rank through its environment."""

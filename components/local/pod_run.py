@@ -1,0 +1,207 @@
+"""One pod of a local run: its sandbox, its container processes and the status kubectl reads."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from components.core.errors import UserError
+from components.core.pod_template import GPU_RESOURCE
+from components.images import catalogue
+from components.local import containers
+from components.local.cluster import PodPlan
+from components.local.network import PodHost
+from components.local.pods import ContainerProcess, ProcessSpec, Sandbox, kill_all
+
+if TYPE_CHECKING:
+    from components.local.runtime import Run
+
+POLL_SECONDS = 0.05
+
+
+class PodRun:
+    """One local pod: its sandbox, its container processes and the status kubectl reports."""
+
+    def __init__(self, plan: PodPlan, host: PodHost, run: Run) -> None:
+        self.plan = plan
+        self.host = host
+        self.run = run
+        self.name = plan.name
+        self.phase = "Pending"
+        self.directory = run.run_dir / "pods" / plan.name
+        self.volume_dirs = {
+            volume["name"]: self.directory / "volumes" / volume["name"]
+            for volume in plan.spec.get("volumes") or []
+        }
+        self.init_names = [c["name"] for c in plan.spec.get("initContainers") or []]
+        self.main_names = [c["name"] for c in plan.spec["containers"]]
+        if self.init_names and plan.restart_policy == "Always":
+            raise UserError(
+                f"{plan.owner}: init containers on workers are not supported by local runs"
+            )
+        self._check_volumes()
+        self.specs = {
+            container["name"]: self._process_spec(group, index, container)
+            for group in ("initContainers", "containers")
+            for index, container in enumerate(plan.spec.get(group) or [])
+        }
+        self.sandbox: Sandbox | None = None
+        self.deleted = False
+        self.stage = 0
+        """Job pods: init container ``stage`` runs; past the last one, the containers run."""
+        self.attempts = 0
+        self.processes: dict[str, ContainerProcess] = {}
+        self.restarts: dict[str, int] = {}
+        self.restart_at: dict[str, float] = {}
+        gpus = plan.gpu_request()
+        self.unschedulable = (
+            f"0/1 nodes are available: 1 Insufficient {GPU_RESOURCE}: the local node offers no "
+            f"GPUs and pod {plan.name} requests {gpus}"
+            if gpus
+            else None
+        )
+
+    def _process_spec(self, group: str, index: int, container: dict[str, Any]) -> ProcessSpec:
+        where = f"{self.plan.owner} pod template spec.{group}[{index}]"
+        image = catalogue.resolve(container["image"], self.run.options.image_aliases)
+        context = containers.PodContext(
+            pod=self.name,
+            namespace=self.run.plan.namespace,
+            address=self.host.address,
+            node="localhost",
+            service_account=self.plan.spec.get("serviceAccountName") or "default",
+            labels=self.plan.labels,
+            annotations=self.plan.annotations,
+            config_maps=self.run.plan.config_maps,
+        )
+        base = {
+            # The interpreter running trainjobs stands in for the image's python3.
+            "PATH": f"{Path(sys.executable).parent}:/usr/local/sbin:/usr/local/bin:"
+            "/usr/sbin:/usr/bin:/sbin:/bin",
+            "HOME": os.environ.get("HOME", "/root"),
+            "LANG": os.environ.get("LANG", "C.UTF-8"),
+            "HOSTNAME": self.plan.hostname,
+            # Local pods share this machine's cores, but Open MPI sees one node per pod and
+            # would busy-poll on each: ranks must yield, or 3 ranks on 2 cores crawl.
+            "OMPI_MCA_mpi_yield_when_idle": "1",
+            **self.plan.controller_env,
+        }
+        env = containers.container_env(container, image, base, context, where)
+        paths = containers.path_map(container, image, self.volume_dirs, where)
+        env = {name: paths.rewrite(value) for name, value in env.items()}
+        env.update(self.run.markers(self.name, container["name"]))
+        argv = containers.container_argv(container, env, paths, where)
+        containers.check_command(argv, env, image, where)
+        workdir = self.directory / "containers" / container["name"]
+        if container.get("workingDir"):
+            workdir = paths.host(container["workingDir"]) or workdir
+        return ProcessSpec(argv=argv, env=env, cwd=workdir)
+
+    def _check_volumes(self) -> None:
+        """Only configMap and emptyDir volumes exist locally; create their directories."""
+        for index, volume in enumerate(self.plan.spec.get("volumes") or []):
+            if "configMap" in volume:
+                if volume["configMap"]["name"] not in self.run.plan.config_maps:
+                    raise UserError(
+                        f"{self.plan.owner}: volumes[{index}] names ConfigMap "
+                        f"{volume['configMap']['name']!r}, which the job does not create"
+                    )
+            elif "emptyDir" not in volume:
+                kinds = sorted(set(volume) - {"name"})
+                raise UserError(
+                    f"{self.plan.owner}: volumes[{index}] ({volume['name']}): {kinds} volumes "
+                    "are not supported by local runs (configMap and emptyDir are)"
+                )
+        # Directories must exist for PathMap to know they are directories.
+        for path in self.volume_dirs.values():
+            path.mkdir(parents=True, exist_ok=True)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def create(self) -> None:
+        """A fresh pod: new volumes (emptyDirs start empty), a new sandbox."""
+        self.phase = "Pending"
+        for volume in self.plan.spec.get("volumes") or []:
+            target = self.volume_dirs[volume["name"]]
+            shutil.rmtree(target, ignore_errors=True)
+            target.mkdir(parents=True)
+            if "configMap" in volume:
+                source = volume["configMap"]
+                containers.materialise_config_map(
+                    target,
+                    self.run.plan.config_maps[source["name"]],
+                    int(source.get("defaultMode", 0o644)),
+                    source.get("items"),
+                )
+        for spec in self.specs.values():
+            spec.cwd.mkdir(parents=True, exist_ok=True)
+        self.sandbox = Sandbox(
+            self.name, self.plan.hostname, self.host.netns, self.run.markers(self.name, "")
+        )
+        self.sandbox.start()
+        self.run.publish()
+
+    def start(self, container: str) -> None:
+        assert self.sandbox is not None
+        self.processes[container] = ContainerProcess(
+            self.name, container, self.specs[container], self.sandbox, self.run.sink
+        )
+        self.run.publish()
+
+    def running(self, container: str) -> bool:
+        process = self.processes.get(container)
+        return process is not None and process.poll() is None
+
+    def finish(self, container: str) -> None:
+        """After a container's main process exited: end what it started, collect its output."""
+        kill_all(self.run.processes(self.name, container))
+        self.processes[container].reap()
+        self.run.publish()
+
+    def stop(self, grace: float) -> None:
+        """SIGTERM the containers, wait up to ``grace``, then kill everything in the pod."""
+        for process in self.processes.values():
+            process.terminate()
+        end = time.monotonic() + grace
+        while any(self.running(name) for name in self.processes) and time.monotonic() < end:
+            if self.run.hurry:
+                break
+            time.sleep(POLL_SECONDS)
+        self.kill_everything()
+
+    def kill_everything(self) -> None:
+        """SIGKILL every process of the pod (the sandbox last), as a PID namespace's end would."""
+        for _ in range(200):
+            pids = self.run.processes(self.name)
+            if self.sandbox is not None and self.sandbox.process is not None:
+                pids = [pid for pid in pids if pid != self.sandbox.process.pid]
+            if not pids:
+                break
+            kill_all(pids)
+            time.sleep(0.01)
+        for process in self.processes.values():
+            process.reap()
+        if self.sandbox is not None:
+            self.sandbox.stop()
+        kill_all(self.run.processes(self.name))
+        self.run.publish()
+
+    def registry_entry(self) -> dict[str, Any]:
+        alive = self.sandbox is not None and self.sandbox.alive()
+        return {
+            "phase": self.phase,
+            "serviceAccount": self.plan.service_account,
+            "sandbox": self.sandbox.registry_entry if self.sandbox is not None else None,
+            "containers": {
+                name: {
+                    "running": alive and self.running(name),
+                    "env": spec.env,
+                    "workingDir": str(spec.cwd),
+                }
+                for name, spec in self.specs.items()
+            },
+        }

@@ -1,0 +1,50 @@
+"""What a local run reports: its outcome, counts, and the summary.json it writes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RunResult:
+    job: str
+    outcome: str
+    """Succeeded, Failed or Interrupted."""
+    reason: str
+    """Completed, BackoffLimitExceeded, PodFailurePolicy, DeadlineExceeded, Unschedulable,
+    Error (a fault of the runtime itself), or the signal that interrupted the run (SIGINT,
+    SIGTERM, SIGHUP)."""
+    message: str
+    exit_code: int
+    duration_seconds: float
+    attempts: int
+    """How many times a Job's pod command (or its init containers) ran, over every Job."""
+    retries: int
+    backoff_limit: int
+    """The completion Job's."""
+    run_dir: Path
+    run_id: str
+    network: str
+    leftovers: list[str]
+    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per Job: its condition (Complete, Failed, or Active when stopped by the scale-to-0),
+    reason, attempts, retries and succeeded indexes."""
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "job": self.job,
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "message": self.message,
+            "exitCode": self.exit_code,
+            "durationSeconds": round(self.duration_seconds, 3),
+            "attempts": self.attempts,
+            "retries": self.retries,
+            "backoffLimit": self.backoff_limit,
+            "runId": self.run_id,
+            "network": self.network,
+            "leftovers": self.leftovers,
+            "jobs": self.jobs,
+        }

@@ -1,0 +1,244 @@
+"""Offline preview: evaluate the real `__main__.py` under the Pulumi SDK's mock runtime.
+
+No Pulumi CLI, no cluster, no credentials. Every resource the program registers is recorded
+with the options Pulumi would see (parent, dependencies, ignore_changes, replacement order),
+each Kubernetes object is written as YAML, and `graph.json` summarises the resource graph.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import yaml
+from pulumi.output import Unknown
+from pulumi.runtime import mocks, rpc, settings
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+from components.core.errors import UserError
+from components.core.manifests import prepare_output_dir, write_manifests
+
+PROJECT = "trainjobs"
+REDACTED = "[secret]"
+# What a preview cannot know yet, such as the completion watcher's outcome.
+UNKNOWN = "[known after pulumi up]"
+
+
+@dataclass
+class Registration:
+    """One resource as the Pulumi engine would have received it."""
+
+    urn: str
+    type: str
+    name: str
+    parent: str
+    custom: bool
+    dependencies: list[str]
+    ignore_changes: list[str]
+    delete_before_replace: bool
+    inputs: dict[str, Any]
+
+    @property
+    def is_kubernetes(self) -> bool:
+        return self.type.startswith("kubernetes:")
+
+
+@dataclass
+class PreviewResult:
+    stack: str
+    resources: list[Registration]
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+    def kubernetes_objects(self) -> list[Registration]:
+        return [r for r in self.resources if r.is_kubernetes]
+
+    def graph_summary(self) -> list[dict[str, Any]]:
+        names = {r.urn: _short(r) for r in self.resources}
+        return [
+            {
+                "type": r.type,
+                "name": r.name,
+                "parent": names.get(r.parent),
+                "dependsOn": sorted(names[d] for d in r.dependencies if d in names),
+                "ignoreChanges": r.ignore_changes,
+                "deleteBeforeReplace": r.delete_before_replace,
+                # Kubernetes objects have their own files; other resources (the completion
+                # watcher) are summarised here so that diffs see their changes too.
+                **({"inputs": _own_inputs(r)} if r.custom and not r.is_kubernetes else {}),
+            }
+            for r in self.resources
+        ]
+
+
+def _own_inputs(registration: Registration) -> dict[str, Any]:
+    """Inputs without engine internals (`__provider` is the pickled dynamic provider)."""
+    return {k: v for k, v in registration.inputs.items() if not k.startswith("__")}
+
+
+def _short(registration: Registration) -> str:
+    return f"{registration.type}::{registration.name}"
+
+
+class _Mocks(pulumi.runtime.Mocks):
+    """Resources "create" with their inputs as state, the way a preview shows them."""
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
+        return args.name, args.inputs
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list[tuple[str, str]]]:
+        return {}, []
+
+
+class _RecordingMonitor(mocks.MockMonitor):
+    """Records the resource options that the mock runtime itself ignores."""
+
+    def __init__(self) -> None:
+        super().__init__(_Mocks())
+        self.registrations: list[Registration] = []
+
+    def RegisterResource(self, request: Any) -> Any:
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            self.registrations.append(
+                Registration(
+                    urn=response.urn,
+                    type=request.type,
+                    name=request.name,
+                    parent=request.parent,
+                    custom=request.custom,
+                    dependencies=list(request.dependencies),
+                    ignore_changes=list(request.ignoreChanges),
+                    delete_before_replace=request.deleteBeforeReplace,
+                    inputs=_plain(rpc.deserialize_properties(request.object, keep_unknowns=True)),
+                )
+            )
+        return response
+
+
+def _plain(value: Any) -> Any:
+    """Wire values as a reader expects them.
+
+    Secrets become a marker (previews are shared in pull requests); whole numbers come back
+    as ints (protobuf Structs carry only doubles); mapping keys are sorted because Structs
+    do not keep their order, with apiVersion, kind and metadata first as in kubectl output.
+    """
+    if rpc.is_rpc_secret(value):
+        return REDACTED
+    if isinstance(value, Unknown) or value == rpc.UNKNOWN:
+        return UNKNOWN
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        keys = sorted(value, key=lambda key: (_KEY_ORDER.get(key, len(_KEY_ORDER)), key))
+        return {key: _plain(value[key]) for key in keys}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+_KEY_ORDER = {"apiVersion": 0, "kind": 1, "metadata": 2}
+
+
+def creation_order(registrations: list[Registration]) -> list[Registration]:
+    """Dependencies first, ties broken by type and name: stable across runs.
+
+    The SDK registers resources concurrently, so the order they arrive in is not meaningful.
+    """
+    by_urn = {r.urn: r for r in registrations}
+    waiting = {
+        r.urn: {d for d in r.dependencies if d in by_urn} | ({r.parent} & by_urn.keys())
+        for r in registrations
+    }
+    ordered: list[Registration] = []
+    while waiting:
+        ready = sorted(
+            (by_urn[urn] for urn, deps in waiting.items() if not deps),
+            key=lambda r: (r.parent, r.type, r.name),
+        )
+        if not ready:
+            raise RuntimeError(f"dependency cycle among {sorted(waiting)}")
+        first = ready[0]
+        ordered.append(first)
+        del waiting[first.urn]
+        for deps in waiting.values():
+            deps.discard(first.urn)
+    return ordered
+
+
+def stack_config(project_dir: Path, stack: str) -> dict[str, str]:
+    """A stack file's config, keyed as the Pulumi engine passes it (`namespace:key`)."""
+    path = project_dir / f"Pulumi.{stack}.yaml"
+    if not path.is_file():
+        known = ", ".join(
+            sorted(p.stem[len("Pulumi.") :] for p in project_dir.glob("Pulumi.*.yaml"))
+        )
+        raise UserError(f"no stack file {path.name} in {project_dir}; known stacks: {known}")
+    document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    config: dict[str, str] = {}
+    for key, value in (document.get("config") or {}).items():
+        full_key = key if ":" in key else f"{PROJECT}:{key}"
+        if isinstance(value, dict) and "secure" in value:
+            config[full_key] = REDACTED  # encrypted with the stack's key: not readable offline
+        elif isinstance(value, str):
+            config[full_key] = value
+        else:
+            config[full_key] = json.dumps(value)  # objects travel as JSON, as the CLI sends them
+    return config
+
+
+@contextmanager
+def _working_directory(path: Path) -> Iterator[None]:
+    previous = Path.cwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
+def run_preview(stack: str, project_dir: Path = Path(".")) -> PreviewResult:
+    """Evaluate the project's `__main__.py` for `stack` under mocks and record everything."""
+    project_dir = project_dir.resolve()
+    program = project_dir / "__main__.py"
+    if not program.is_file():
+        raise UserError(f"no Pulumi program at {program}")
+    config = stack_config(project_dir, stack)
+    monitor = _RecordingMonitor()
+    pulumi.runtime.set_all_config(config, [])
+    settings.ROOT.set(None)  # a fresh root Stack per preview, as in a real deployment
+    pulumi.runtime.set_mocks(
+        monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor
+    )
+    root = settings.get_root_resource()
+    with _working_directory(project_dir):
+        try:
+            _sync_await(run_pulumi_func(lambda: runpy.run_path(str(program), run_name="__main__")))
+        except pulumi.RunError as error:
+            raise UserError(str(error)) from None
+    outputs = {
+        name: _plain(_sync_await(pulumi.Output.from_input(value).future(with_unknowns=True)))
+        for name, value in getattr(root, "outputs", {}).items()
+    }
+    return PreviewResult(stack, creation_order(monitor.registrations), outputs)
+
+
+def write_preview(result: PreviewResult, out_dir: Path) -> list[Path]:
+    """Write one YAML file per Kubernetes object plus `graph.json`; returns the paths."""
+    prepare_output_dir(out_dir)
+    written = write_manifests([r.inputs for r in result.kubernetes_objects()], out_dir)
+    graph = out_dir / "graph.json"
+    summary = {
+        "stack": result.stack,
+        "resources": result.graph_summary(),
+        "outputs": result.outputs,
+    }
+    graph.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return [*written, graph]

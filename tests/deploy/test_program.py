@@ -1,0 +1,395 @@
+"""The real Pulumi program under the SDK's mock runtime: what `pulumi up` would register."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.cli import main
+from components.core.errors import UserError
+from components.review.preview import PreviewResult, Registration, run_preview
+from tests.conftest import REPO
+
+CHAINER = "trainjobs:index:ChainerJob"
+COMPLETION = "pulumi-python:dynamic/trainjobs:JobCompletion"
+UNKNOWN = "[known after pulumi up]"
+
+
+@pytest.fixture(scope="module")
+def distributed() -> PreviewResult:
+    return run_preview("chainermn-mnist", REPO)
+
+
+def by_name(result: PreviewResult) -> dict[str, Registration]:
+    return {r.name: r for r in result.resources}
+
+
+def names_of(result: PreviewResult, urns: list[str]) -> set[str]:
+    urn_to_name = {r.urn: r.name for r in result.resources}
+    return {urn_to_name[urn] for urn in urns}
+
+
+def test_component_and_children_types(distributed):
+    assert [(r.type, r.name) for r in distributed.resources] == [
+        (CHAINER, "chainermn-mnist"),
+        ("kubernetes:core/v1:ConfigMap", "chainermn-mnist-assets"),
+        ("kubernetes:core/v1:ServiceAccount", "chainermn-mnist-launcher"),
+        ("kubernetes:rbac.authorization.k8s.io/v1:Role", "chainermn-mnist-launcher-role"),
+        (
+            "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding",
+            "chainermn-mnist-launcher-rolebinding",
+        ),
+        ("kubernetes:core/v1:Service", "chainermn-mnist"),
+        ("kubernetes:apps/v1:StatefulSet", "chainermn-mnist-worker"),
+        ("kubernetes:batch/v1:Job", "chainermn-mnist-master"),
+        (COMPLETION, "chainermn-mnist-completion"),
+    ]
+
+
+def test_every_kubernetes_object_is_parented_to_the_component(distributed):
+    component = next(r for r in distributed.resources if r.type == CHAINER)
+    assert {r.parent for r in distributed.kubernetes_objects()} == {component.urn}
+
+
+def test_depends_on_edges_order_assets_then_rbac_then_workload(distributed):
+    edges = {
+        r.name: names_of(distributed, r.dependencies) for r in distributed.kubernetes_objects()
+    }
+    assert edges == {
+        "chainermn-mnist-assets": set(),
+        "chainermn-mnist-launcher": {"chainermn-mnist-assets"},
+        "chainermn-mnist-launcher-role": {"chainermn-mnist-assets"},
+        "chainermn-mnist-launcher-rolebinding": {
+            "chainermn-mnist-launcher",
+            "chainermn-mnist-launcher-role",
+        },
+        "chainermn-mnist": {"chainermn-mnist-launcher-rolebinding"},
+        "chainermn-mnist-worker": {"chainermn-mnist"},
+        "chainermn-mnist-master": {"chainermn-mnist-worker"},
+    }
+
+
+def test_statefulset_ignores_replica_changes_so_refresh_never_revives_workers(distributed):
+    options = {r.name: r.ignore_changes for r in distributed.kubernetes_objects()}
+    assert options == {
+        "chainermn-mnist-assets": [],
+        "chainermn-mnist-launcher": [],
+        "chainermn-mnist-launcher-role": [],
+        "chainermn-mnist-launcher-rolebinding": [],
+        "chainermn-mnist": [],
+        "chainermn-mnist-worker": ["spec.replicas"],
+        "chainermn-mnist-master": [],
+    }
+
+
+def test_master_job_is_deleted_before_it_is_replaced(distributed):
+    flagged = [r.name for r in distributed.kubernetes_objects() if r.delete_before_replace]
+    assert flagged == ["chainermn-mnist-master"]
+
+
+def test_pulumi_does_not_block_on_the_job_or_the_workers(distributed):
+    annotations = {
+        r.name: r.inputs["metadata"].get("annotations") for r in distributed.kubernetes_objects()
+    }
+    assert annotations["chainermn-mnist-master"] == {"pulumi.com/skipAwait": "true"}
+    assert annotations["chainermn-mnist-worker"] == {"pulumi.com/skipAwait": "true"}
+    assert annotations["chainermn-mnist-assets"] is None
+
+
+def test_role_rules_registered_with_pulumi_are_exact(distributed):
+    role = by_name(distributed)["chainermn-mnist-launcher-role"]
+    pods = ["chainermn-mnist-worker-0", "chainermn-mnist-worker-1"]
+    assert role.inputs["rules"] == [
+        {"apiGroups": [""], "resourceNames": pods, "resources": ["pods"], "verbs": ["get", "list"]},
+        {
+            "apiGroups": [""],
+            "resourceNames": pods,
+            "resources": ["pods/exec"],
+            "verbs": ["create", "get"],
+        },
+    ]
+
+
+def test_stack_exports_each_jobs_outputs(distributed):
+    outcome_keys = [
+        "completionTime",
+        "diagnosis",
+        "durationSeconds",
+        "failed",
+        "message",
+        "phase",
+        "reason",
+        "startTime",
+        "succeeded",
+        "workersScaledDown",
+    ]
+    assert distributed.outputs == {
+        "chainermn-mnist": {
+            "kind": "ChainerJob",
+            "masterJobName": "chainermn-mnist-master",
+            "namespace": "default",
+            "outcome": dict.fromkeys(outcome_keys, UNKNOWN),
+            "workerPodNames": ["chainermn-mnist-worker-0", "chainermn-mnist-worker-1"],
+        }
+    }
+
+
+def make_project(tmp_path: Path, config: dict, jobs: dict[str, str] | None = None) -> Path:
+    """A project directory with the real program and the given stack config and job files."""
+    shutil.copy(REPO / "__main__.py", tmp_path / "__main__.py")
+    shutil.copy(REPO / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    (tmp_path / "jobs").mkdir()
+    for name, text in (jobs or {}).items():
+        (tmp_path / "jobs" / name).write_text(text, encoding="utf-8")
+    (tmp_path / "Pulumi.test.yaml").write_text(yaml.safe_dump({"config": config}))
+    return tmp_path
+
+
+def job_yaml(name: str, workers: int = 1) -> str:
+    source = yaml.safe_load((REPO / "jobs" / "chainermn-mnist.yaml").read_text())
+    source["metadata"]["name"] = name
+    source["spec"]["worker"]["replicas"] = workers
+    return yaml.safe_dump(source)
+
+
+def test_a_stack_of_many_jobs_from_a_glob(tmp_path):
+    jobs = {f"job-{i}.yaml": job_yaml(f"job-{i}") for i in range(3)}
+    project = make_project(
+        tmp_path, {"trainjobs:jobs": "jobs/*.yaml", "trainjobs:namespace": "ml"}, jobs
+    )
+    result = run_preview("test", project)
+    components = [r.name for r in result.resources if r.type == CHAINER]
+    assert components == ["job-0", "job-1", "job-2"]
+    assert {r.inputs["metadata"]["namespace"] for r in result.kubernetes_objects()} == {"ml"}
+    assert sorted(result.outputs) == ["job-0", "job-1", "job-2"]
+
+
+def test_a_stack_of_jobs_from_a_list(tmp_path):
+    jobs = {"a.yaml": job_yaml("alpha"), "b.yaml": job_yaml("beta")}
+    project = make_project(tmp_path, {"trainjobs:jobs": ["jobs/b.yaml", "jobs/a.yaml"]}, jobs)
+    result = run_preview("test", project)
+    assert sorted(r.name for r in result.resources if r.type == CHAINER) == ["alpha", "beta"]
+
+
+def test_kubectl_image_and_wait_timeout_come_from_stack_config(tmp_path):
+    config = {
+        "trainjobs:job": "jobs/a.yaml",
+        "trainjobs:kubectlImage": "mirror.local/kubectl@sha256:0123",
+        "trainjobs:clusterWaitTimeout": "120",
+    }
+    project = make_project(tmp_path, config, {"a.yaml": job_yaml("alpha")})
+    job = by_name(run_preview("test", project))["alpha-master"]
+    init = job.inputs["spec"]["template"]["spec"]["initContainers"]
+    assert {c["image"] for c in init} == {"mirror.local/kubectl@sha256:0123"}
+    assert init[1]["env"][1] == {"name": "TRAINJOBS_WAIT_TIMEOUT_SECONDS", "value": "120"}
+
+
+def test_two_jobs_with_one_name_are_refused(tmp_path):
+    jobs = {"a.yaml": job_yaml("same"), "b.yaml": job_yaml("same")}
+    project = make_project(tmp_path, {"trainjobs:jobs": "jobs/*.yaml"}, jobs)
+    with pytest.raises(UserError) as raised:
+        run_preview("test", project)
+    assert str(raised.value) == (
+        "jobs/b.yaml: invalid job spec (1 problem(s))\n"
+        "  metadata.name: job 'same' is also defined in jobs/a.yaml"
+    )
+
+
+def test_a_stack_without_a_job_setting_is_a_clear_error(tmp_path):
+    project = make_project(tmp_path, {"trainjobs:namespace": "ml"})
+    with pytest.raises(UserError) as raised:
+        run_preview("test", project)
+    assert str(raised.value) == (
+        "stack config: set trainjobs:job to a job spec file (e.g. jobs/chainermn-mnist.yaml) "
+        "or trainjobs:jobs to a list of files or globs"
+    )
+
+
+def test_a_glob_matching_nothing_is_a_clear_error(tmp_path):
+    project = make_project(tmp_path, {"trainjobs:jobs": "jobs/nothing-*.yaml"})
+    with pytest.raises(UserError, match=r"trainjobs:jobs: 'jobs/nothing-\*.yaml' matches no files"):
+        run_preview("test", project)
+
+
+def test_preview_of_an_invalid_job_exits_2_and_writes_nothing(tmp_path, capsys):
+    bad = job_yaml("Bad_Name")
+    project = make_project(tmp_path, {"trainjobs:job": "jobs/a.yaml"}, {"a.yaml": bad})
+    out_dir = tmp_path / "out"
+    code = main(["preview", "--stack", "test", "--project", str(project), "--out", str(out_dir)])
+    stderr = capsys.readouterr().err
+    assert code == 2
+    assert "  metadata.name: 'Bad_Name' is not a valid job name" in stderr
+    assert "Traceback" not in stderr
+    assert not out_dir.exists()
+
+
+def test_preview_writes_each_object_and_a_graph_summary(tmp_path, capsys):
+    out_dir = tmp_path / "preview"
+    assert (
+        main(
+            ["preview", "--stack", "chainermn-mnist", "--project", str(REPO), "--out", str(out_dir)]
+        )
+        == 0
+    )
+    assert sorted(p.name for p in out_dir.iterdir()) == [
+        ".trainjobs-output",
+        "01-ConfigMap-chainermn-mnist-assets.yaml",
+        "02-ServiceAccount-chainermn-mnist-launcher.yaml",
+        "03-Role-chainermn-mnist-launcher-role.yaml",
+        "04-RoleBinding-chainermn-mnist-launcher-rolebinding.yaml",
+        "05-Service-chainermn-mnist.yaml",
+        "06-StatefulSet-chainermn-mnist-worker.yaml",
+        "07-Job-chainermn-mnist-master.yaml",
+        "graph.json",
+    ]
+    summary = json.loads((out_dir / "graph.json").read_text())
+    worker = next(r for r in summary["resources"] if r["name"] == "chainermn-mnist-worker")
+    assert worker == {
+        "type": "kubernetes:apps/v1:StatefulSet",
+        "name": "chainermn-mnist-worker",
+        "parent": f"{CHAINER}::chainermn-mnist",
+        "dependsOn": ["kubernetes:core/v1:Service::chainermn-mnist"],
+        "ignoreChanges": ["spec.replicas"],
+        "deleteBeforeReplace": False,
+    }
+    assert "stack chainermn-mnist: 9 resources, 7 Kubernetes objects" in capsys.readouterr().out
+
+
+def test_preview_is_deterministic(tmp_path):
+    first, second = tmp_path / "a", tmp_path / "b"
+    for out in (first, second):
+        assert (
+            main(
+                ["preview", "--stack", "chainermn-mnist", "--project", str(REPO), "--out", str(out)]
+            )
+            == 0
+        )
+    assert {p.name: p.read_text() for p in first.iterdir()} == {
+        p.name: p.read_text() for p in second.iterdir()
+    }
+
+
+def test_each_kind_is_its_own_component_type():
+    components = {
+        stack: [(r.type, r.name) for r in run_preview(stack, REPO).resources if not r.custom]
+        for stack in ("tf-mnist", "pytorch-mnist")
+    }
+    assert components == {
+        "tf-mnist": [("trainjobs:index:TFJob", "tf-mnist")],
+        "pytorch-mnist": [("trainjobs:index:PyTorchJob", "pytorch-mnist")],
+    }
+
+
+def test_tf_job_stack_exports_the_chief_as_the_job_to_watch():
+    outputs = run_preview("tf-mnist", REPO).outputs
+    outputs["tf-mnist"].pop("outcome")
+    assert outputs == {
+        "tf-mnist": {
+            "kind": "TFJob",
+            "masterJobName": "tf-mnist-chief",
+            "namespace": "default",
+            "workerPodNames": ["tf-mnist-worker-0", "tf-mnist-worker-1", "tf-mnist-ps-0"],
+        }
+    }
+
+
+# The completion watcher
+
+
+def test_watcher_starts_after_the_master_job_and_the_workers(distributed):
+    watcher = by_name(distributed)["chainermn-mnist-completion"]
+    component = next(r for r in distributed.resources if r.type == CHAINER)
+    assert watcher.parent == component.urn
+    assert names_of(distributed, watcher.dependencies) == {
+        "chainermn-mnist-master",
+        "chainermn-mnist-worker",
+    }
+
+
+def test_watcher_inputs_name_the_job_and_the_workers_with_their_size(distributed):
+    inputs = by_name(distributed)["chainermn-mnist-completion"].inputs
+    assert {k: v for k, v in inputs.items() if k != "__provider"} == {
+        "fail_on_failure": True,
+        "job_name": "chainermn-mnist-master",
+        "namespace": "default",
+        "timeout_seconds": 86400,
+        "workers": [{"kind": "StatefulSet", "name": "chainermn-mnist-worker", "replicas": 2}],
+    }
+
+
+def test_watch_false_creates_no_watcher(tmp_path):
+    config = {"trainjobs:job": "jobs/a.yaml", "trainjobs:watch": "false"}
+    project = make_project(tmp_path, config, {"a.yaml": job_yaml("alpha")})
+    result = run_preview("test", project)
+    assert [r.name for r in result.resources if r.type == COMPLETION] == []
+    assert "outcome" not in result.outputs["alpha"]
+
+
+def test_watch_timeout_and_kubeconfig_come_from_stack_config_and_the_kubeconfig_stays_secret(
+    tmp_path,
+):
+    config = {
+        "trainjobs:job": "jobs/a.yaml",
+        "trainjobs:watchTimeout": "90m",
+        "kubernetes:kubeconfig": "apiVersion: v1\nusers: [{name: admin, user: {token: s3cr3t}}]",
+    }
+    project = make_project(tmp_path, config, {"a.yaml": job_yaml("alpha")})
+    result = run_preview("test", project)
+    inputs = by_name(result)["alpha-completion"].inputs
+    assert (inputs["timeout_seconds"], inputs["kubeconfig"]) == (5400, "[secret]")
+    out = tmp_path / "out"
+    assert main(["preview", "--stack", "test", "--project", str(project), "--out", str(out)]) == 0
+    assert not [p.name for p in out.iterdir() if "s3cr3t" in p.read_text()]
+
+
+def test_an_invalid_watch_timeout_is_a_clear_error(tmp_path):
+    config = {"trainjobs:job": "jobs/a.yaml", "trainjobs:watchTimeout": "soon"}
+    project = make_project(tmp_path, config, {"a.yaml": job_yaml("alpha")})
+    with pytest.raises(UserError, match="trainjobs:watchTimeout"):
+        run_preview("test", project)
+
+
+def test_tf_watcher_stops_workers_and_parameter_servers_which_pulumi_then_ignores():
+    result = run_preview("tf-mnist", REPO)
+    inputs = by_name(result)["tf-mnist-completion"].inputs
+    assert (inputs["job_name"], inputs["workers"]) == (
+        "tf-mnist-chief",
+        [
+            {"kind": "Job", "name": "tf-mnist-worker", "replicas": 2},
+            {"kind": "StatefulSet", "name": "tf-mnist-ps", "replicas": 1},
+        ],
+    )
+    ignored = {r.name: r.ignore_changes for r in result.kubernetes_objects() if r.ignore_changes}
+    # The chief too: the watcher stops it when a worker fails.
+    assert ignored == {
+        "tf-mnist-worker": ["spec.parallelism"],
+        "tf-mnist-ps": ["spec.replicas"],
+        "tf-mnist-chief": ["spec.parallelism"],
+    }
+
+
+@pytest.mark.parametrize("job", ["tf-mnist", "pytorch-mnist"])
+def test_replica_job_watchers_watch_every_job_of_the_job_by_its_name_label(job):
+    inputs = by_name(run_preview(job, REPO))[f"{job}-completion"].inputs
+    assert inputs["selector"] == f"training.kubeflow.org/job-name={job}"
+
+
+def test_a_chainer_watcher_has_no_selector(distributed):
+    assert "selector" not in by_name(distributed)["chainermn-mnist-completion"].inputs
+
+
+def test_a_duplicate_name_is_reported_against_the_right_files_when_another_file_is_invalid(
+    tmp_path,
+):
+    jobs = {"a.yaml": "kind: Nope\n", "b.yaml": job_yaml("same"), "c.yaml": job_yaml("same")}
+    project = make_project(tmp_path, {"trainjobs:jobs": "jobs/*.yaml"}, jobs)
+    with pytest.raises(UserError) as raised:
+        run_preview("test", project)
+    assert str(raised.value).splitlines()[-2:] == [
+        "jobs/c.yaml: invalid job spec (1 problem(s))",
+        "  metadata.name: job 'same' is also defined in jobs/b.yaml",
+    ]

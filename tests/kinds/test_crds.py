@@ -1,0 +1,48 @@
+"""crds/ is generated from the spec models and must stay current."""
+
+from __future__ import annotations
+
+from components.cli import main
+from components.kinds import crds
+from components.kinds.chainer.spec import ChainerJob
+from tests.conftest import REPO
+
+
+def test_checked_in_crds_match_the_models():
+    on_disk = {p.name: p.read_text() for p in (REPO / "crds").glob("*.yaml")}
+    assert on_disk == crds.rendered(), "crds/ is stale: run `make crds`"
+
+
+def test_crds_command_writes_the_generated_files(tmp_path, capsys):
+    assert main(["crds", "--out", str(tmp_path)]) == 0
+    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == crds.rendered()
+    assert capsys.readouterr().out.splitlines() == [
+        f"{tmp_path}/chainerjobs.kubeflow.org.yaml",
+        f"{tmp_path}/tfjobs.kubeflow.org.yaml",
+        f"{tmp_path}/pytorchjobs.kubeflow.org.yaml",
+    ]
+
+
+def test_tf_and_pytorch_crds_serve_both_shapes_and_store_v1():
+    for source in crds.SOURCES[1:]:
+        versions = crds.crd(source)["spec"]["versions"]
+        assert [(v["name"], v["served"], v["storage"]) for v in versions] == [
+            ("v1alpha1", True, False),
+            ("v1", True, True),
+        ]
+
+
+def test_crd_schema_is_structural_and_documents_our_fields():
+    schema = crds.structural_schema(ChainerJob)
+    spec = schema["properties"]["spec"]["properties"]
+    assert spec["worker"]["properties"]["replicas"] == {
+        "description": "Number of worker pods. Default: 1.",
+        "type": "integer",
+        "minimum": 1,
+        "default": 1,
+    }
+    assert spec["master"]["properties"]["template"]["x-kubernetes-preserve-unknown-fields"]
+    assert spec["workerSets"]["additionalProperties"]["required"] == ["template"]
+    assert schema["properties"]["metadata"] == {"type": "object"}
+    text = str(schema)
+    assert "$ref" not in text and "anyOf" not in text and "title" not in text

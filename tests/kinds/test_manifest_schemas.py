@@ -1,0 +1,143 @@
+"""Every manifest trainjobs writes passes strict schema validation for Kubernetes 1.30 and the
+newest version kubernetes-validate knows."""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from components.cli import main
+from components.kinds.chainer import spec as chainer_spec
+from components.kinds.chainer.graph import build_graph
+from tests.conftest import KUBERNETES_VERSIONS, REPO, schema_problems
+
+
+def written_manifests(directory: Path) -> list[dict]:
+    return [yaml.safe_load(p.read_text()) for p in sorted(directory.glob("*.yaml"))]
+
+
+def test_schema_check_covers_oldest_and_newest_versions():
+    assert KUBERNETES_VERSIONS == ("1.30.0", "1.37.0")
+
+
+def test_schema_check_rejects_an_unknown_pod_field():
+    manifest = build_graph(chainer_spec.load(REPO / "jobs" / "chainermn-mnist.yaml")).manifests()[
+        -1
+    ]
+    manifest["spec"]["template"]["spec"]["bogus"] = 1
+    assert schema_problems(manifest) == [
+        f"{version} Job/chainermn-mnist-master: Additional properties are not allowed "
+        "('bogus' was unexpected)"
+        for version in KUBERNETES_VERSIONS
+    ]
+
+
+def test_rendered_examples_pass_strict_validation(tmp_path):
+    for example in sorted((REPO / "jobs").glob("*.yaml")):
+        out = tmp_path / example.stem
+        assert main(["render", str(example), "--out", str(out)]) == 0
+        manifests = written_manifests(out)
+        assert manifests, example
+        assert [p for m in manifests for p in schema_problems(m)] == []
+
+
+def test_previewed_stacks_pass_strict_validation(tmp_path):
+    for stack_file in sorted(REPO.glob("Pulumi.*.yaml")):
+        stack = stack_file.stem.removeprefix("Pulumi.")
+        out = tmp_path / stack
+        assert main(["preview", "--stack", stack, "--project", str(REPO), "--out", str(out)]) == 0
+        manifests = written_manifests(out)
+        assert manifests, stack
+        assert [p for m in manifests for p in schema_problems(m)] == []
+
+
+def test_generated_crds_pass_strict_validation():
+    for crd in sorted((REPO / "crds").glob("*.yaml")):
+        assert schema_problems(yaml.safe_load(crd.read_text())) == []
+
+
+# Property: any valid spec, in either shape, renders to schema-valid manifests.
+
+dns_label = st.text(string.ascii_lowercase + string.digits, min_size=1, max_size=8)
+job_names = st.builds(lambda head, tail: head + tail, st.sampled_from("abcxyz"), dns_label)
+images = st.sampled_from(["img:1", "registry.local/team/chainer@sha256:" + "a" * 64])
+
+
+@st.composite
+def containers(draw):
+    container = {"image": draw(images)}
+    gpus = draw(st.none() | st.integers(0, 8) | st.integers(0, 8).map(str))
+    if gpus is not None:
+        container["resources"] = {"limits": {"nvidia.com/gpu": gpus}}
+    if draw(st.booleans()):
+        container["env"] = [{"name": "EPOCHS", "value": str(draw(st.integers(1, 99)))}]
+    return container
+
+
+@st.composite
+def templates(draw, restart_policies):
+    main_container = draw(containers())
+    pod = {"containers": [main_container]}
+    if draw(st.booleans()):
+        main_container["name"] = "trainer"
+        pod["containers"].append({"name": "sidecar", "image": "proxy:1"})
+    policy = draw(restart_policies)
+    if policy:
+        pod["restartPolicy"] = policy
+    template = {"spec": pod}
+    if draw(st.booleans()):
+        template["metadata"] = {"labels": {"team": draw(dns_label)}}
+    return template
+
+
+@st.composite
+def worker_specs(draw):
+    worker = {"template": draw(templates(st.sampled_from([None, "Always"])))}
+    if draw(st.booleans()):
+        worker["replicas"] = draw(st.integers(1, 6))
+    if draw(st.booleans()):
+        worker["mpiConfig"] = {"slots": draw(st.integers(1, 8))}
+    return worker
+
+
+@st.composite
+def chainer_jobs(draw):
+    master = {"template": draw(templates(st.sampled_from([None, "Never", "OnFailure"])))}
+    for field, values in (
+        ("backoffLimit", st.integers(0, 10)),
+        ("activeDeadlineSeconds", st.integers(1, 10**6)),
+    ):
+        if draw(st.booleans()):
+            master[field] = draw(values)
+    spec = {"master": master}
+    shape = draw(st.sampled_from(["single", "worker", "workerSets"]))
+    if shape == "worker":
+        spec["worker"] = draw(worker_specs())
+    elif shape == "workerSets":
+        spec["workerSets"] = draw(
+            st.dictionaries(dns_label, worker_specs(), min_size=1, max_size=3)
+        )
+    metadata = {"name": draw(job_names)}
+    if draw(st.booleans()):
+        metadata["namespace"] = draw(job_names)
+    return {
+        "apiVersion": "kubeflow.org/v1alpha1",
+        "kind": "ChainerJob",
+        "metadata": metadata,
+        "spec": spec,
+    }
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(chainer_jobs())
+def test_any_valid_spec_renders_to_schema_valid_manifests(document):
+    plan = chainer_spec.parse(document, "generated.yaml")
+    graph = build_graph(plan)
+    problems = [p for m in graph.manifests() for p in schema_problems(m)]
+    assert problems == []
+    hostfile = graph.manifests()[0]["data"]["hostfile"].splitlines()
+    assert len(hostfile) == 1 + len(plan.worker_pods)
