@@ -23,7 +23,8 @@ def _dockerfiles(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     command = subparsers.add_parser(
         "dockerfiles",
-        help="render the Dockerfiles of the images trainjobs builds from components/images.py",
+        help="render the Dockerfiles of the images trainjobs builds "
+        "(declared in components/images/catalogue.py)",
     )
     command.add_argument(
         "--out",

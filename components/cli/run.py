@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="REF=DECLARED",
-        help="run image REF as the declared image DECLARED (see components/images.py)",
+        help="run image REF as the declared image DECLARED (see components/images/catalogue.py)",
     )
     run.add_argument("--namespace", default="default", help="if the spec names none")
     run.set_defaults(handler=_run)

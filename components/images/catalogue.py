@@ -200,8 +200,9 @@ def resolve(reference: str, aliases: dict[str, str] | None = None) -> Image:
         raise UserError(f"--map-image {reference}={declared}: {declared!r} is not declared")
     raise UserError(
         f"image {reference!r} is not declared for local runs, so its files cannot be mapped. "
-        f"Declare it in components/images.py (an Image in IMAGES: its files as in-image path "
-        f"-> repository file, and its pinned Python packages), or run it as a declared image "
+        "Declare it in components/images/catalogue.py (an Image in IMAGES: its files as "
+        "in-image path -> repository file, and its pinned Python packages), or run it as a "
+        f"declared image "
         f"with --map-image {reference}=DECLARED (declared: {known})"
     )
 

@@ -167,7 +167,7 @@ def _check(declaration: Image, prebuilt: str | None) -> EcrImage | None:
         if declaration.build is None:
             raise UserError(
                 f"image {declaration.reference} has no build recipe: declare an ImageBuild for "
-                "it in components/images.py, or give a prebuilt reference"
+                "it in components/images/catalogue.py, or give a prebuilt reference"
             )
         path = IMAGES_DIR / dockerfile_path(declaration)
         if not path.is_file() or path.read_text(encoding="utf-8") != render(declaration):

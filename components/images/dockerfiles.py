@@ -37,7 +37,9 @@ from components.images.catalogue import IMAGES
 from components.images.declarations import Image
 from components.images.distributions import UBUNTU_RELEASES
 
-GENERATED_HEADER = "# Generated from components/images.py by `make images`; do not edit.\n"
+GENERATED_HEADER = (
+    "# Generated from components/images/catalogue.py by `make images`; do not edit.\n"
+)
 VENV = "/opt/venv"
 OPEN_MPI_PREFIX = "/usr/local"
 CUDA_AWARE_CHECK = "ompi_info --parsable --all | grep -q mpi_built_with_cuda_support:value:true"

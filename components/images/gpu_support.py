@@ -59,7 +59,7 @@ def cuda_problems(graph: Graph, profile: SchedulingProfile) -> list[Problem]:
                             where,
                             f"{instance_type} has {known.gpu} GPUs, whose minimum CUDA version "
                             "is not known: an unknown combination; add the GPU to MIN_CUDA in "
-                            "components/images.py",
+                            "components/images/gpu_support.py",
                         )
                     )
                     continue

@@ -20,7 +20,9 @@ from components.kinds.chainer import spec as chainer_spec
 from components.kinds.pytorch import spec as pytorch_spec
 from components.kinds.tensorflow import spec as tensorflow_spec
 
-GENERATED_HEADER = "# Generated from components/specs.py by `make crds`; do not edit.\n"
+GENERATED_HEADER = (
+    "# Generated from the spec models in components/kinds/ by `make crds`; do not edit.\n"
+)
 
 
 @dataclass(frozen=True)

@@ -309,7 +309,7 @@ def test_an_undeclared_image_is_refused_with_how_to_declare_or_map_it(tmp_path: 
     assert run.exit_code == 2
     assert run.stderr == (
         "error: image 'example.com/mine:1' is not declared for local runs, so its files cannot "
-        "be mapped. Declare it in components/images.py (an Image in IMAGES: its files as "
+        "be mapped. Declare it in components/images/catalogue.py (an Image in IMAGES: its files as "
         "in-image path -> repository file, and its pinned Python packages), or run it as a "
         "declared image with --map-image example.com/mine:1=DECLARED (declared: "
         f"{', '.join(sorted(catalogue.IMAGES))})\n"
