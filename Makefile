@@ -3,11 +3,14 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The TensorFlow image's Python for local runs: TensorFlow needs NumPy 2, Chainer NumPy 1.
+TF_VENV := .venv-tensorflow
+TF_STAMP := $(TF_VENV)/.installed
 APT_PACKAGES := openmpi-bin libopenmpi-dev iproute2
 
 .PHONY: setup system-deps test lint run preview crds images bench clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(TF_STAMP)
 
 # Debian packages for local runs and the MPI plumbing tests (Open MPI, its headers for
 # building mpi4py, iproute2 and util-linux for pod network namespaces); installed only when
@@ -29,6 +32,11 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps $$(grep -E '^torch==' requirements.txt | cut -d' ' -f1)
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
+
+$(TF_STAMP): requirements-tensorflow.txt
+	test -x $(TF_VENV)/bin/python || $(PYTHON) -m venv $(TF_VENV)
+	$(TF_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps -r requirements-tensorflow.txt
+	touch $(TF_STAMP)
 
 test: setup
 	$(BIN)/ruff check .
@@ -59,4 +67,4 @@ images: setup
 	$(BIN)/trainjobs dockerfiles --out images
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(TF_VENV) out .pytest_cache .ruff_cache

@@ -10,7 +10,13 @@ from components.core.errors import SpecError
 from components.core.graph import DEFAULT_KUBECTL_IMAGE, GraphOptions
 from components.core.manifests import prepare_output_dir, write_manifests
 from components.kinds import crds
-from components.kinds.registry import load_job
+from components.kinds.registry import JobDefinition, load_job
+
+
+def report_warnings(source: str | Path, job: JobDefinition) -> None:
+    """What a valid spec says to no effect, on stderr, one line each."""
+    for warning in job.warnings:
+        print(f"warning: {source}: {warning}", file=sys.stderr)
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -21,6 +27,7 @@ def _validate(args: argparse.Namespace) -> int:
         except SpecError as error:
             failures.append(str(error))
             continue
+        report_warnings(path, job)
         print(f"{path}: valid {job.kind} {job.name!r} ({len(job.graph.nodes)} objects)")
     if failures:
         print("\n".join(failures), file=sys.stderr)
@@ -31,6 +38,7 @@ def _validate(args: argparse.Namespace) -> int:
 def _render(args: argparse.Namespace) -> int:
     options = GraphOptions(kubectl_image=args.kubectl_image)
     job = load_job(args.file, args.namespace, options)  # validate before touching --out
+    report_warnings(args.file, job)
     prepare_output_dir(args.out)
     for path in write_manifests(job.graph.manifests(), args.out):
         print(path)

@@ -54,6 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     # Imported here: `trainjobs --help` must not pay for the runtime.
+    from components.cli.jobs import report_warnings
     from components.core.graph import GraphOptions
     from components.kinds.registry import load_job
     from components.local.runtime import RunOptions, run_job
@@ -70,6 +71,7 @@ def _run(args: argparse.Namespace) -> int:
             raise UserError("--wait-timeout must be a positive number of seconds")
         options = GraphOptions(wait_timeout_seconds=args.wait_timeout)
     job = load_job(args.file, args.namespace, options)
+    report_warnings(args.file, job)
     result = run_job(
         job, RunOptions(run_dir=args.run_dir, network=args.network, image_aliases=aliases)
     )

@@ -23,13 +23,18 @@ class Problem:
 
 
 class SpecError(UserError):
-    """A job spec failed validation. Carries every problem found, each with its field path."""
+    """A job spec failed validation. Carries every problem found, each with its field path,
+    and the warnings found on the way (they often explain the problem: a misplaced field)."""
 
-    def __init__(self, source: str, problems: list[Problem]) -> None:
+    def __init__(
+        self, source: str, problems: list[Problem], warnings: list[Problem] | None = None
+    ) -> None:
         self.source = source
         self.problems = problems
+        self.warnings = list(warnings or [])
         lines = [f"{source}: invalid job spec ({len(problems)} problem(s))"]
         lines += [f"  {problem}" for problem in problems]
+        lines += [f"  warning: {warning}" for warning in self.warnings]
         super().__init__("\n".join(lines))
 
 

@@ -7,17 +7,10 @@ from components.core.graph import Manifest
 # Label keys. The app.kubernetes.io ones are Kubernetes' recommended labels; the
 # training.kubeflow.org ones keep dashboards and scripts written for Kubeflow working.
 JOB_NAME = "training.kubeflow.org/job-name"
-
-
 REPLICA_TYPE = "training.kubeflow.org/replica-type"
-
-
+REPLICA_INDEX = "training.kubeflow.org/replica-index"
 JOB_ROLE = "training.kubeflow.org/job-role"
-
-
 WORKER_SET = "trainjobs.io/worker-set"
-
-
 MANAGED_BY = "trainjobs"
 
 

@@ -16,6 +16,18 @@ def with_env(container: Manifest, env: list[Manifest]) -> None:
     existing.extend(dict(item) for item in env if item["name"] not in taken)
 
 
+def replace_env(container: Manifest, env: list[Manifest]) -> None:
+    """Set env vars the way Kubeflow's operator does: its values win. The operator appends
+    them after the user's (the last definition of a name wins in the kubelet); here the
+    user's entry of the same name is dropped instead, so that no name appears twice (server-
+    side apply, which pulumi-kubernetes uses, keys env entries by name)."""
+    if not env:
+        return
+    ours = {item["name"] for item in env}
+    kept = [item for item in container.get("env") or [] if item.get("name") not in ours]
+    container["env"] = [*kept, *(dict(item) for item in env)]
+
+
 GPU_RESOURCE = "nvidia.com/gpu"
 
 

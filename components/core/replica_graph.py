@@ -1,192 +1,199 @@
-"""The resource graph of replica-typed jobs (TFJob, PyTorchJob)."""
+"""The resource graph of replica-typed jobs (TFJob, PyTorchJob): a Service and a workload per pod.
+
+Kubeflow's operator creates, for every replica index, one pod and one headless Service, both
+named ``<job>-<type>-<i>``, and writes each pod's environment (TF_CONFIG, RANK...) literally
+into its containers; it never touches the command. The graph does the same with objects the
+API server runs by itself, so that no operator is needed:
+
+- per replica index, a **batch/v1 Job** of one pod. A Job per index (rather than one Indexed
+  Job per type) is what lets every pod carry its own literal environment, exactly as the
+  operator writes it: PyTorch's ``RANK`` is the index plus one, which no downward-API field
+  can express. The pod keeps the user's command, args and image (ENTRYPOINT and CMD stay in
+  force) and gets the operator's env, labels and, when its Kubeflow restartPolicy says so,
+  a podFailurePolicy;
+- a replica whose restartPolicy is ``Always`` is a **one-pod StatefulSet** instead: batch/v1
+  Jobs cannot restart a container that exited 0, a StatefulSet does;
+- per replica index, a **headless Service** named like the pod selects it by its
+  ``training.kubeflow.org/*`` labels, so ``<job>-<type>-<i>`` and
+  ``<job>-<type>-<i>.<ns>.svc`` resolve to it as they do under the operator.
+  ``publishNotReadyAddresses`` lets peers resolve it as soon as it has an address: training
+  processes connect while their peers start, before any readiness probe passes.
+
+The replicas that decide the job (chief, master or worker 0) are created last, after every
+other workload, so that the others are already starting when they begin.
+"""
 
 from __future__ import annotations
 
 import copy
 
-from components.core.graph import Graph, Manifest
-from components.core.labels import REPLICA_TYPE, common_labels, metadata
-from components.core.pod_template import main_container, with_env
-from components.core.replica_spec import ASSETS_DIR, BOOTSTRAP, ReplicaGroup, ReplicaJobPlan
+from components.core.graph import Graph, Manifest, Node
+from components.core.labels import (
+    JOB_NAME,
+    JOB_ROLE,
+    REPLICA_INDEX,
+    REPLICA_TYPE,
+    common_labels,
+    metadata,
+)
+from components.core.pod_template import replace_env
+from components.core.replica_spec import (
+    PERMANENT_EXIT_CODES,
+    ReplicaGroup,
+    ReplicaJobPlan,
+)
 
+ASSETS_DIR = "/etc/trainjobs"
 ASSETS_VOLUME = "trainjobs-assets"
 
 
-PERMANENT_EXIT_CODES = list(range(1, 128))
-
-
-# Where a pod learns its index: Indexed Jobs annotate it, StatefulSets (1.28+) label it.
-INDEX_FROM_JOB = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
-
-
-INDEX_FROM_STATEFULSET = "metadata.labels['apps.kubernetes.io/pod-index']"
-
-
 def build_replica_graph(plan: ReplicaJobPlan) -> Graph:
-    """ConfigMap -> headless Service(s) -> parameter servers, workers, master (in that order)."""
+    """[assets ConfigMap] -> a Service per replica -> its workload (deciding replicas last)."""
     graph = Graph(job=plan.job, kind=plan.kind, namespace=plan.namespace)
-
-    def labels(component: str) -> dict[str, str]:
-        return common_labels(plan.job, plan.kind, component, plan.labels)
-
-    config_map = graph.add(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": metadata(f"{plan.job}-assets", plan.namespace, labels("assets")),
-            "data": {"bootstrap.sh": plan.bootstrap} if plan.bootstrap else {},
-        }
-    )
-    services = [graph.add(_headless_service(plan.job, plan, labels("network"), None), config_map)]
-    if plan.master_service:
-        services.append(
-            graph.add(
-                _headless_service(plan.master_service, plan, labels("network"), "master"),
-                config_map,
-            )
+    config_map = None
+    if plan.assets:
+        config_map = graph.add(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": metadata(f"{plan.job}-assets", plan.namespace, _labels(plan, "assets")),
+                "data": dict(plan.assets),
+            }
         )
-    deciding = plan.deciding_group
-    order = sorted(plan.groups, key=lambda g: (g is deciding, not g.long_running, g.type))
-    workloads = []
-    for replica_group in order:
-        manifest = (
-            _statefulset(plan, replica_group, labels(replica_group.type))
-            if replica_group.long_running
-            else _indexed_job(
-                plan, replica_group, labels(replica_group.type), replica_group is deciding
-            )
-        )
-        after = workloads if replica_group is deciding else []
-        workloads.append(graph.add(manifest, config_map, *services, *after))
+    deciding = {(plan.success.type, index) for index in plan.success.indexes}
+    others: list[Node] = []
+    last: list[tuple[ReplicaGroup, int, list[Node]]] = []
+    for group in plan.groups:
+        assets = [config_map] if config_map is not None and _uses_assets(group) else []
+        for index in range(group.replicas):
+            service = graph.add(_service(plan, group, index))
+            if (group.type, index) in deciding:
+                last.append((group, index, [service, *assets]))
+            else:
+                others.append(graph.add(_workload(plan, group, index), service, *assets))
+    for group, index, before in last:
+        graph.add(_workload(plan, group, index), *before, *others)
     return graph
 
 
-def _headless_service(
-    name: str, plan: ReplicaJobPlan, labels: dict[str, str], replica_type: str | None
-) -> Manifest:
-    selector = {"training.kubeflow.org/job-name": plan.job}
-    if replica_type:
-        selector[REPLICA_TYPE] = replica_type
-    spec: Manifest = {
-        "clusterIP": "None",
-        "publishNotReadyAddresses": True,
-        "selector": selector,
-        "ports": [{"name": plan.port_name, "port": plan.port, "targetPort": plan.port}],
-    }
+def _labels(plan: ReplicaJobPlan, component: str) -> dict[str, str]:
+    return common_labels(plan.job, plan.kind, component, plan.labels)
+
+
+def _selector(plan: ReplicaJobPlan, group: ReplicaGroup, index: int) -> dict[str, str]:
+    return {JOB_NAME: plan.job, REPLICA_TYPE: group.type, REPLICA_INDEX: str(index)}
+
+
+def _is_master_role(plan: ReplicaJobPlan, group: ReplicaGroup, index: int) -> bool:
+    """Kubeflow's ``job-role: master``: every chief/master pod, else worker 0."""
+    if any(g.type in ("chief", "master") for g in plan.groups):
+        return group.type in ("chief", "master")
+    return group.type == "worker" and index == 0
+
+
+def _uses_assets(group: ReplicaGroup) -> bool:
+    volumes = (group.template.get("spec") or {}).get("volumes") or []
+    return any(volume.get("name") == ASSETS_VOLUME for volume in volumes)
+
+
+def _service(plan: ReplicaJobPlan, group: ReplicaGroup, index: int) -> Manifest:
+    main = next(c for c in group.template["spec"]["containers"] if c["name"] == group.container)
+    ports = [
+        {"name": port["name"], "port": int(port["containerPort"])}
+        for port in main.get("ports") or []
+        if isinstance(port, dict) and port.get("name") and port.get("containerPort")
+    ]
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": metadata(name, plan.namespace, labels),
-        "spec": spec,
+        "metadata": metadata(
+            group.name(plan.job, index),
+            plan.namespace,
+            {**_labels(plan, group.type), **_selector(plan, group, index)},
+        ),
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": _selector(plan, group, index),
+            "ports": ports,
+        },
     }
 
 
-def _pod_template(
-    plan: ReplicaJobPlan, replica_group: ReplicaGroup, labels: dict[str, str], index_from: str
-) -> Manifest:
-    template = copy.deepcopy(replica_group.template)
-    meta = template.setdefault("metadata", {})
-    meta["labels"] = {**(meta.get("labels") or {}), **labels, REPLICA_TYPE: replica_group.type}
+def _pod_template(plan: ReplicaJobPlan, group: ReplicaGroup, index: int) -> Manifest:
+    given = copy.deepcopy(group.template)
+    meta = dict(given.get("metadata") or {})
+    labels = {**_labels(plan, group.type), **_selector(plan, group, index)}
+    if _is_master_role(plan, group, index):
+        labels[JOB_ROLE] = "master"
+    meta["labels"] = {**(meta.get("labels") or {}), **labels}
+    template = {**given, "metadata": meta}
     pod = template["spec"]
-    pod["subdomain"] = plan.job
+    pod["restartPolicy"] = group.restart.pod
+    # Training processes rarely call the API server: no token unless the template asks.
     pod.setdefault("automountServiceAccountToken", False)
-    container = main_container(template, replica_group.container)
-    env: list[Manifest] = [
-        {"name": "TRAINJOBS_REPLICA_TYPE", "value": replica_group.type},
-        {
-            "name": "TRAINJOBS_REPLICA_INDEX",
-            "valueFrom": {"fieldRef": {"fieldPath": index_from}},
-        },
-        *plan.static_env.get(replica_group.type, []),
-    ]
-    with_env(container, env)
-    ports = container.setdefault("ports", [])
-    if not any(port.get("name") == plan.port_name for port in ports):
-        ports.append({"name": plan.port_name, "containerPort": plan.port, "protocol": "TCP"})
-    if plan.bootstrap:
-        container["command"] = ["sh", BOOTSTRAP, *container["command"], *container.pop("args", [])]
-        container["volumeMounts"] = [
-            *(container.get("volumeMounts") or []),
-            {"name": ASSETS_VOLUME, "mountPath": ASSETS_DIR, "readOnly": True},
-        ]
-        pod["volumes"] = [
-            *(pod.get("volumes") or []),
-            {
-                "name": ASSETS_VOLUME,
-                "configMap": {"name": f"{plan.job}-assets", "defaultMode": 0o555},
-            },
-        ]
+    if plan.run.scheduler_name:
+        pod["schedulerName"] = plan.run.scheduler_name
+    env = plan.env.get((group.type, index), [])
+    targets = [c for c in pod["containers"] if c.get("name") == group.container]
+    if plan.env_target == "all":
+        targets = list(pod["containers"])
+    elif plan.env_target == "first-default":
+        targets = targets[:1]
+    for container in targets:
+        replace_env(container, env)
     return template
 
 
-def _indexed_job(
-    plan: ReplicaJobPlan, replica_group: ReplicaGroup, labels: dict[str, str], deciding: bool
-) -> Manifest:
-    template = _pod_template(plan, replica_group, labels, INDEX_FROM_JOB)
-    template["spec"]["restartPolicy"] = "Never"  # podFailurePolicy requires it
-    spec: Manifest = {
-        "completionMode": "Indexed",
-        "completions": replica_group.replicas,
-        "parallelism": replica_group.replicas,
-        "podFailurePolicy": {
+def _workload(plan: ReplicaJobPlan, group: ReplicaGroup, index: int) -> Manifest:
+    template = _pod_template(plan, group, index)
+    labels = {**_labels(plan, group.type), **_selector(plan, group, index)}
+    name = group.name(plan.job, index)
+    if group.restart.pod == "Always":
+        return {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": metadata(name, plan.namespace, labels),
+            "spec": {
+                "serviceName": name,
+                "replicas": 0 if plan.run.suspend else 1,
+                "podManagementPolicy": "Parallel",
+                "selector": {"matchLabels": _selector(plan, group, index)},
+                "template": template,
+            },
+        }
+    spec: Manifest = {"parallelism": 1, "completions": 1}
+    if group.restart.backoff_limit is not None:
+        spec["backoffLimit"] = group.restart.backoff_limit
+    if plan.run.active_deadline_seconds is not None:
+        spec["activeDeadlineSeconds"] = plan.run.active_deadline_seconds
+    if plan.run.ttl_seconds_after_finished is not None:
+        spec["ttlSecondsAfterFinished"] = plan.run.ttl_seconds_after_finished
+    if plan.run.suspend:
+        spec["suspend"] = True
+    if group.restart.permanent_exit_codes:
+        spec["podFailurePolicy"] = {
             "rules": [
                 {
                     "action": "FailJob",
                     "onExitCodes": {
-                        "containerName": replica_group.container,
+                        "containerName": group.container,
                         "operator": "In",
                         "values": PERMANENT_EXIT_CODES,
                     },
                 },
-                # Evictions and preemptions are not the program's fault: retry without
+                # Evictions and preemptions are not the program's fault: retry them without
                 # counting them against backoffLimit.
                 {
                     "action": "Ignore",
                     "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
                 },
             ]
-        },
-        "template": template,
-    }
-    if deciding and replica_group.type == "worker" and replica_group.replicas > 1:
-        spec["successPolicy"] = {"rules": [{"succeededIndexes": "0"}]}
-    if plan.backoff_limit is not None:
-        spec["backoffLimit"] = plan.backoff_limit
-    if plan.active_deadline_seconds is not None:
-        spec["activeDeadlineSeconds"] = plan.active_deadline_seconds
+        }
+    spec["template"] = template
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": metadata(replica_group.workload, plan.namespace, labels),
+        "metadata": metadata(name, plan.namespace, labels),
         "spec": spec,
     }
-
-
-def _statefulset(
-    plan: ReplicaJobPlan, replica_group: ReplicaGroup, labels: dict[str, str]
-) -> Manifest:
-    template = _pod_template(plan, replica_group, labels, INDEX_FROM_STATEFULSET)
-    selector = {"training.kubeflow.org/job-name": plan.job, REPLICA_TYPE: replica_group.type}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": metadata(replica_group.workload, plan.namespace, labels),
-        "spec": {
-            "serviceName": plan.job,
-            "replicas": replica_group.replicas,
-            "podManagementPolicy": "Parallel",
-            "selector": {"matchLabels": selector},
-            "template": template,
-        },
-    }
-
-
-def index_check_script() -> str:
-    """Shell lines shared by bootstrap scripts: validate the index the downward API gave."""
-    return (
-        'index="${TRAINJOBS_REPLICA_INDEX:?the pod index is set by the downward API}"\n'
-        'case "$index" in\n'
-        "    ''|*[!0-9]*) echo \"bootstrap.sh: replica index '$index' is not a number\" >&2; "
-        "exit 2 ;;\n"
-        "esac\n"
-    )

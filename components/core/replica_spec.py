@@ -1,275 +1,481 @@
-"""The spec side of replica-typed jobs (TFJob, PyTorchJob): shared models, groups, checks.
+"""The spec side of replica-typed jobs (TFJob, PyTorchJob): shared models, policies, the plan.
 
-Each replica type becomes one workload, named `<job>-<type>`:
-
-- chief/master, workers and evaluators are **Indexed batch/v1 Jobs**. Training processes
-  run to completion, and a StatefulSet would restart a worker that exits 0 (it forces
-  restartPolicy Always). An Indexed Job with a `subdomain` gives each pod the stable
-  hostname `<job>-<type>-<index>` under the job's headless Service, which is exactly the
-  Kubeflow host naming;
-- parameter servers never exit on their own, so they are a StatefulSet (`<job>-ps-<i>`),
-  scaled to 0 by the completion watcher when the job ends.
-
-A bootstrap script in the assets ConfigMap turns the pod's replica type and index (from the
-downward API) into the framework's environment (TF_CONFIG, RANK) and execs the command.
-
-Exit codes follow the TFJob design: 1-127 are permanent (the job fails at once, through a
-batch/v1 podFailurePolicy rule), anything else (e.g. 137, killed) is retried up to
-backoffLimit. The job succeeds when the chief/master succeeds; with no chief, when worker 0
-does (batch/v1 successPolicy, Kubernetes 1.31+).
+Every released Kubeflow version of these kinds describes a job the same way underneath: replica
+types (chief, master, ps, worker, evaluator), each with a count, a pod template and a restart
+policy, plus run-wide policies. Each kind's spec module reads its versions into the
+:class:`ReplicaJobPlan` defined here, with the version's defaults and environment already
+decided; :mod:`components.core.replica_graph` turns the plan into Kubernetes objects.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
-
-from components.core.errors import Problem, SpecError
+from components.core.errors import Problem
 from components.core.graph import Manifest
-from components.core.models import OwnModel, problem_from_pydantic
 from components.core.names import LABEL_MAX, STATEFULSET_MAX, job_name_problem
 from components.core.pod_template import PodTemplate, check_pod_template
+from components.core.spec_model import SpecModel
 
-ASSETS_DIR = "/etc/trainjobs"
-
-
-BOOTSTRAP = f"{ASSETS_DIR}/bootstrap.sh"
-
-
-class RunPolicy(OwnModel):
-    """Kubeflow v1 `runPolicy`: limits that apply to the whole job."""
-
-    backoff_limit: int | None = Field(
-        default=None, ge=0, description="Retries for retryable failures. Default: 6."
-    )
-    active_deadline_seconds: int | None = Field(
-        default=None, gt=0, description="Wall-clock limit; on expiry the job fails."
-    )
+RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
+CLEAN_POD_POLICIES = ("None", "Running", "All")
+PERMANENT_EXIT_CODES = list(range(1, 128))
+"""Kubeflow's ExitCode policy: 1-127 are the program's own errors, retrying cannot help; 128
+and above (a signal: 137 killed, 143 terminated) are retried (training-operator 1.5+,
+``IsRetryableExitCode``: ``exitCode >= 128``)."""
 
 
-class ReplicaSpecV1(OwnModel):
-    """Kubeflow v1 replica spec (a value of `tfReplicaSpecs` / `pytorchReplicaSpecs`)."""
+class ReplicaSpec(SpecModel):
+    """A value of ``tfReplicaSpecs`` / ``pytorchReplicaSpecs`` (v1alpha2 onwards)."""
 
-    replicas: int = Field(default=1, gt=0, description="Number of pods. Default: 1.")
-    restart_policy: str | None = Field(
-        default=None,
-        description="Only 'ExitCode' (the default): exit codes 1-127 fail the job, others "
-        "are retried.",
-    )
-    template: PodTemplate = Field(description="A Kubernetes PodTemplateSpec, passed through.")
+    replicas: int | None = None
+    """Number of pods. Default: 1."""
+    restart_policy: str | None = None
+    """Always, OnFailure, Never or ExitCode (1-127 fail the job, others are retried)."""
+    template: dict[str, Any] | None = None
+    """The pods' template: command, args and image are never rewritten."""
 
-    @field_validator("restart_policy")
-    @classmethod
-    def _exit_code_only(cls, value: str | None) -> str | None:
-        if value not in (None, "ExitCode"):
-            raise ValueError(
-                f"{value!r} is not supported; trainjobs applies 'ExitCode' (exit codes 1-127 "
-                "fail the job, others are retried): omit the field"
-            )
-        return value
+
+class ReplicaSpecBeforeV1(ReplicaSpec):
+    """The same, as Go's encoding/json read it before ``v1``: field names in any case."""
+
+    case_insensitive = True
+
+
+class SchedulingPolicy(SpecModel):
+    """``runPolicy.schedulingPolicy``: what a gang scheduler needs to place the job at once."""
+
+    min_available: int | None = None
+    """Pods that must be placed together. Default: every pod of the job."""
+    queue: str | None = None
+    """The scheduler's queue (Volcano)."""
+    min_resources: dict[str, Any] | None = None
+    """Resources the group needs. Default: the sum over minAvailable pods."""
+    priority_class: str | None = None
+    """PriorityClass of the group."""
+    schedule_timeout_seconds: int | None = None
+    """How long the group may wait to be placed (scheduler-plugins)."""
+
+
+class RunPolicy(SpecModel):
+    """``runPolicy`` (training-operator 1.3+; tf-operator 1.1 as an inlined section)."""
+
+    clean_pod_policy: str | None = None
+    """What happens to pods when the job ends: None, Running or All."""
+    ttl_seconds_after_finished: int | None = None
+    """Seconds after the job ends before its objects are removed."""
+    active_deadline_seconds: int | None = None
+    """Wall-clock limit of the job; on expiry it fails."""
+    backoff_limit: int | None = None
+    """Retries of a replica before the job fails."""
+    scheduling_policy: SchedulingPolicy | None = None
+    """Gang scheduling: what a scheduler needs to place the job at once."""
+    suspend: bool | None = None
+    """True: no pods run (running ones are deleted); false resumes the job."""
+    managed_by: str | None = None
+    """The controller of the job (Kueue's MultiKueue); informational here."""
+
+
+@dataclass(frozen=True)
+class Restart:
+    """How a replica's pods are restarted: Kubeflow's policy mapped onto batch/v1.
+
+    ``pod`` is the pod's restartPolicy (``Always`` means a StatefulSet: batch/v1 Jobs allow
+    only OnFailure and Never). ``permanent_exit_codes``: a podFailurePolicy fails the replica
+    at once on 1-127 (ExitCode). ``backoff_limit``: None leaves Kubernetes' default (6).
+    """
+
+    policy: str
+    pod: Literal["Always", "OnFailure", "Never"]
+    permanent_exit_codes: bool = False
+    backoff_limit: int | None = None
+
+
+def restart_for(policy: str, backoff_limit: int | None) -> Restart:
+    """Kubeflow's replica restartPolicy (v1alpha2 onwards) as batch/v1 semantics.
+
+    - ExitCode: pod Never; exit codes 1-127 fail the replica at once, others are retried
+      (a new pod each time) up to backoffLimit.
+    - OnFailure: the container restarts in place; restarts count against backoffLimit.
+    - Never: Kubeflow never replaces a failed pod, so one failure fails the job unless the
+      spec sets backoffLimit, which then allows that many new pods.
+    - Always: a one-pod StatefulSet, restarted whatever its exit code, as the kubelet does
+      for Kubeflow's pod; it never completes on its own.
+    """
+    if policy == "ExitCode":
+        return Restart(policy, "Never", permanent_exit_codes=True, backoff_limit=backoff_limit)
+    if policy == "Never":
+        return Restart(policy, "Never", backoff_limit=0 if backoff_limit is None else backoff_limit)
+    if policy == "Always":
+        return Restart(policy, "Always")
+    return Restart(policy, "OnFailure", backoff_limit=backoff_limit)
 
 
 @dataclass(frozen=True)
 class ReplicaGroup:
-    """One replica type of a job, normalised."""
+    """One replica type of a job, validated, with the version's defaults applied."""
 
     type: str
-    """Lowercase Kubeflow replica type: chief, master, worker, ps or evaluator."""
+    """Lowercase replica type as TF_CONFIG and the labels spell it (chief, worker, ps...)."""
     replicas: int
     template: PodTemplate
     container: str
+    """The default container (``tensorflow``, ``pytorch``): it gets the port and the env."""
+    restart: Restart
     source_path: str
-    workload: str
+    port: int
 
-    @property
-    def long_running(self) -> bool:
-        return self.type == "ps"
+    def name(self, job: str, index: int) -> str:
+        """Pod, Service and workload name of one replica, as Kubeflow names its pod."""
+        return f"{job}-{self.type}-{index}"
 
-    @property
-    def hostnames(self) -> list[str]:
-        return [f"{self.workload}-{index}" for index in range(self.replicas)]
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The run-wide policies, wherever the version put them."""
+
+    clean_pod_policy: str
+    ttl_seconds_after_finished: int | None = None
+    active_deadline_seconds: int | None = None
+    backoff_limit: int | None = None
+    scheduling: SchedulingPolicy | None = None
+    suspend: bool = False
+    scheduler_name: str | None = None
+    """v1alpha1's ``spec.schedulerName``: the operator set it on every pod."""
+
+
+@dataclass(frozen=True)
+class Success:
+    """Which replicas decide that the job succeeded: all of them, or any one (elastic)."""
+
+    type: str
+    indexes: tuple[int, ...]
+    any: bool = False
+
+
+EnvTarget = Literal["default", "first-default", "all"]
+"""Which containers get the operator's env: every container named like the default one, the
+first such container only, or every container of the pod."""
 
 
 @dataclass(frozen=True)
 class ReplicaJobPlan:
-    """A validated TFJob or PyTorchJob, framework specifics already resolved."""
+    """A validated TFJob or PyTorchJob, everything about its version already decided."""
 
     kind: str
+    api_version: str
     job: str
     namespace: str
     labels: dict[str, str]
     groups: list[ReplicaGroup]
-    port: int
-    port_name: str
-    backoff_limit: int | None
-    active_deadline_seconds: int | None
-    bootstrap: str | None
-    """The bootstrap script, or None when no per-replica environment is needed."""
-    static_env: dict[str, list[Manifest]] = field(default_factory=dict)
-    """Env vars per replica type that do not depend on the index."""
-    master_service: str | None = None
-    """A Service of its own for the master (PyTorch's MASTER_ADDR), or None."""
+    run: RunSettings
+    success: Success
+    env: dict[tuple[str, int], list[Manifest]]
+    """The operator's env for each (replica type, index), in the operator's order."""
+    env_target: EnvTarget
+    assets: dict[str, str] = field(default_factory=dict)
+    """Files of the assets ConfigMap, when a replica needs one (TFJob v1alpha1's default PS)."""
+    warnings: list[Problem] = field(default_factory=list)
 
     @property
-    def deciding_group(self) -> ReplicaGroup:
-        """The replica whose success ends the job: chief/master, else the workers (index 0)."""
-        for kind in ("chief", "master", "worker"):
-            for group in self.groups:
-                if group.type == kind:
-                    return group
-        return self.groups[0]
+    def groups_by_type(self) -> dict[str, ReplicaGroup]:
+        return {group.type: group for group in self.groups}
+
+    @property
+    def total_replicas(self) -> int:
+        return sum(g.replicas for g in self.groups)
 
 
-def group(
-    job: str,
-    replica_type: str,
-    replicas: int,
-    template: PodTemplate,
+def check_replica_template(
+    template: Any,
     path: str,
     default_container: str,
     problems: list[Problem],
-) -> ReplicaGroup:
-    template, container = check_pod_template(
-        template, f"{path}.template", problems, default_container
-    )
-    restart = (template.get("spec") or {}).get("restartPolicy")
-    allowed = ("Always",) if replica_type == "ps" else ("Never",)
-    if restart not in (None, *allowed):
-        problems.append(
+    warnings: list[Problem],
+    *,
+    first_if_unnamed: bool = False,
+) -> tuple[PodTemplate, str]:
+    """A replica's pod template and its main container: containers with names and images, one
+    named like the operator's default container (every released operator refuses a job
+    without it). ``first_if_unnamed``: the v1alpha1 designs, whose examples name containers
+    otherwise, use the first container instead, with a warning."""
+    if not isinstance(template, dict):
+        problems.append(Problem(path, "required: the replica's pod template"))
+        return {}, default_container
+    containers = (template.get("spec") or {}).get("containers")
+    if isinstance(containers, list):
+        for index, container in enumerate(containers):
+            if isinstance(container, dict) and not container.get("name"):
+                problems.append(
+                    Problem(
+                        f"{path}.spec.containers[{index}].name",
+                        f"required by the API server; name the main container "
+                        f"{default_container!r}",
+                    )
+                )
+    checked, _ = check_pod_template(template, path, problems, default_container)
+    containers = (checked.get("spec") or {}).get("containers") or []
+    names = [c.get("name") for c in containers if isinstance(c, dict)]
+    if not containers or not all(names) or default_container in names:
+        return checked, default_container
+    if first_if_unnamed:
+        warnings.append(
             Problem(
-                f"{path}.template.spec.restartPolicy",
-                f"must be {allowed[0]!r} for {replica_type} replicas (got {restart!r}); "
-                "omit it: trainjobs sets it",
+                f"{path}.spec.containers",
+                f"no container is named {default_container!r}: the released operator refused "
+                f"this, the design this version follows did not; the first container, "
+                f"{names[0]!r}, gets the job's environment",
             )
         )
-    return ReplicaGroup(replica_type, replicas, template, container, path, f"{job}-{replica_type}")
-
-
-def validate(
-    document: dict[str, Any], source: str, kind: str, models: dict[str, type[BaseModel]]
-) -> BaseModel:
-    """Pick the model for the document's apiVersion and validate it (SpecError otherwise)."""
-    model = models.get(document.get("apiVersion", ""))
-    if model is None:
-        got = document.get("apiVersion")
-        raise SpecError(
-            source,
-            [
-                Problem(
-                    "apiVersion", f"must be one of {', '.join(models)} for a {kind} (got {got!r})"
-                )
-            ],
+        return checked, str(names[0])
+    problems.append(
+        Problem(
+            f"{path}.spec.containers",
+            f"must have a container named {default_container!r} (got {names}): Kubeflow "
+            "puts the job's port and environment on it; rename the main container",
         )
-    try:
-        return model.model_validate(document)
-    except ValidationError as error:
-        raise SpecError(source, [problem_from_pydantic(e) for e in error.errors()]) from None
+    )
+    return checked, default_container
 
 
-def v1_groups(
-    job: str,
-    replica_specs: dict[str, ReplicaSpecV1],
-    field: str,
-    types: dict[str, str],
+def container_port(template: PodTemplate, container: str, port_name: str, default: int) -> int:
+    """The container port named ``port_name`` on the default container (Kubeflow's custom
+    port), else ``default``; the port is added to the container when missing, as the
+    operator's defaulting does."""
+    main = next(c for c in template["spec"]["containers"] if c.get("name") == container)
+    ports = main.setdefault("ports", [])
+    for port in ports:
+        if isinstance(port, dict) and port.get("name") == port_name:
+            return int(port.get("containerPort", default))
+    ports.append({"name": port_name, "containerPort": default})
+    return default
+
+
+def replica_group(
+    *,
+    replica_type: str,
+    replicas: int,
+    template: Any,
+    restart: Restart,
+    source_path: str,
     default_container: str,
+    port_name: str,
+    default_port: int,
     problems: list[Problem],
-) -> list[ReplicaGroup]:
-    """Kubeflow v1: a map of replica type (`Worker`...) to replica spec."""
-    return [
-        group(
-            job,
-            types[key],
-            spec.replicas,
-            spec.template,
-            f"spec.{field}.{key}",
-            default_container,
-            problems,
-        )
-        for key, spec in replica_specs.items()
-    ]
+    warnings: list[Problem],
+    first_if_unnamed: bool = False,
+) -> ReplicaGroup:
+    """One replica type, its template checked and given the operator's defaults."""
+    checked, container = check_replica_template(
+        template,
+        f"{source_path}.template",
+        default_container,
+        problems,
+        warnings,
+        first_if_unnamed=first_if_unnamed,
+    )
+    port = default_port
+    if not any(p.path.startswith(f"{source_path}.template") for p in problems):
+        checked = copy.deepcopy(checked)
+        port = container_port(checked, container, port_name, default_port)
+    return ReplicaGroup(
+        type=replica_type,
+        replicas=replicas,
+        template=checked,
+        container=container,
+        restart=restart,
+        source_path=source_path,
+        port=port,
+    )
 
 
-def v1alpha1_groups(
-    job: str,
-    entries: list[tuple[str, int, PodTemplate]],
-    type_field: str,
-    types: dict[str, str],
-    default_container: str,
-    problems: list[Problem],
-) -> list[ReplicaGroup]:
-    """The design docs' v1alpha1: a list of (replica type, replicas, template) entries, each
-    type at most once."""
-    groups: list[ReplicaGroup] = []
-    seen: dict[str, int] = {}
-    for index, (replica_type, replicas, template) in enumerate(entries):
-        path = f"spec.replicaSpecs[{index}]"
-        if replica_type in seen:
+RUN_POLICY_FIELDS = (
+    "clean_pod_policy",
+    "ttl_seconds_after_finished",
+    "active_deadline_seconds",
+    "backoff_limit",
+)
+
+
+def run_settings(spec: SpecModel, default_clean_pod_policy: str, problems: list[Problem]):
+    """The run policies wherever the version put them: at the top of ``spec`` (every version
+    before training-operator 1.3 read them there) or in ``runPolicy``; both is ambiguous."""
+    values = {key: getattr(spec, key, None) for key in RUN_POLICY_FIELDS}
+    values = {key: value for key, value in values.items() if value is not None}
+    path = "spec"
+    run_policy = getattr(spec, "run_policy", None)
+    if run_policy is not None:
+        nested = {k: v for k, v in run_policy.model_dump().items() if v is not None}
+        for key in sorted(set(values) & set(nested)):
+            wire = RunPolicy.model_fields[key].alias
             problems.append(
                 Problem(
-                    f"{path}.{type_field}",
-                    f"{replica_type} is already defined by "
-                    f"spec.replicaSpecs[{seen[replica_type]}]; merge them into one entry",
+                    f"spec.{wire}",
+                    f"also set as spec.runPolicy.{wire}; keep one (runPolicy is where "
+                    "training-operator 1.3+ reads it)",
                 )
             )
-            continue
-        seen[replica_type] = index
-        groups.append(
-            group(job, types[replica_type], replicas, template, path, default_container, problems)
+        if not values:
+            path = "spec.runPolicy"
+        values = {**values, **nested, "scheduling_policy": run_policy.scheduling_policy}
+    return check_run_policy(values, path, default_clean_pod_policy, problems)
+
+
+def v1alpha1_restart(template: Any, path: str, warnings: list[Problem]) -> str:
+    """v1alpha1: the pod template's restartPolicy is the replica's. Unset (the API server's
+    Always) runs as OnFailure: those operators judged a replica by its container's exit code,
+    so its first exit 0 finished it and a failure was retried."""
+    written = (
+        ((template or {}).get("spec") or {}).get("restartPolicy")
+        if isinstance(template, dict)
+        else None
+    )
+    if written == "Always":
+        warnings.append(
+            Problem(
+                f"{path}.template.spec.restartPolicy",
+                "'Always' runs as 'OnFailure': the v1alpha1 operator finished a replica at "
+                "its first exit 0 and retried failures, which is what OnFailure does",
+            )
         )
-    return groups
+    return "Never" if written == "Never" else "OnFailure"
 
 
-def check_names(job: str, groups: list[ReplicaGroup], extra_names: list[str]) -> list[Problem]:
+def env_override_warnings(
+    groups: list[ReplicaGroup],
+    env: dict[tuple[str, int], list[Manifest]],
+    target: EnvTarget,
+) -> list[Problem]:
+    """A warning for each env var the spec sets that the operator's own value replaces."""
+    warnings = []
+    for group in groups:
+        names = {item["name"] for item in env.get((group.type, 0), [])}
+        containers = (group.template.get("spec") or {}).get("containers") or []
+        for index, container in enumerate(containers):
+            if target != "all" and container.get("name") != group.container:
+                continue
+            for position, item in enumerate(container.get("env") or []):
+                if isinstance(item, dict) and item.get("name") in names:
+                    warnings.append(
+                        Problem(
+                            f"{group.source_path}.template.spec.containers[{index}]"
+                            f".env[{position}]",
+                            f"{item['name']} is set by Kubeflow's operator, whose value "
+                            "replaces this one",
+                        )
+                    )
+            if target == "first-default":
+                break
+    return warnings
+
+
+def deciding_restart(
+    group: ReplicaGroup, success: Success, warnings: list[Problem]
+) -> ReplicaGroup:
+    """A replica that decides the job's success cannot be restarted whatever its exit code
+    (restartPolicy Always): under Kubeflow such a job never succeeds. It runs as OnFailure,
+    so that its success ends the job; the spec is told so."""
+    if group.type != success.type or group.restart.pod != "Always":
+        return group
+    warnings.append(
+        Problem(
+            f"{group.source_path}.restartPolicy",
+            f"'Always' restarts the {group.type} even after it succeeds, so the job could never "
+            "end: it runs as 'OnFailure', which restarts it only when it fails",
+        )
+    )
+    return dataclasses.replace(
+        group, restart=Restart("Always", "OnFailure", backoff_limit=group.restart.backoff_limit)
+    )
+
+
+def template_restart_warning(group: ReplicaGroup) -> Problem | None:
+    """The pod template's own restartPolicy, when the replica's replaces it (v1alpha2 on)."""
+    written = (group.template.get("spec") or {}).get("restartPolicy")
+    if written is None or written == group.restart.pod:
+        return None
+    return Problem(
+        f"{group.source_path}.template.spec.restartPolicy",
+        f"{written!r} is replaced by the replica's restartPolicy {group.restart.policy!r}, "
+        "as Kubeflow's operator replaces it",
+    )
+
+
+def check_run_policy(
+    values: dict[str, Any], path: str, default_clean_pod_policy: str, problems: list[Problem]
+) -> RunSettings:
+    """Run-wide settings from a dict of the fields that were given, at ``path``."""
+    clean = values.get("clean_pod_policy")
+    if clean is not None and clean not in CLEAN_POD_POLICIES:
+        problems.append(
+            Problem(
+                f"{path}.cleanPodPolicy",
+                f"must be one of {', '.join(CLEAN_POD_POLICIES)} (got {clean!r})",
+            )
+        )
+    for key, wire, minimum in (
+        ("ttl_seconds_after_finished", "ttlSecondsAfterFinished", 0),
+        ("active_deadline_seconds", "activeDeadlineSeconds", 1),
+        ("backoff_limit", "backoffLimit", 0),
+    ):
+        value = values.get(key)
+        if value is not None and value < minimum:
+            problems.append(Problem(f"{path}.{wire}", f"must be at least {minimum} (got {value})"))
+    return RunSettings(
+        clean_pod_policy=clean if clean in CLEAN_POD_POLICIES else default_clean_pod_policy,
+        ttl_seconds_after_finished=values.get("ttl_seconds_after_finished"),
+        active_deadline_seconds=values.get("active_deadline_seconds"),
+        backoff_limit=values.get("backoff_limit"),
+        scheduling=values.get("scheduling_policy"),
+        suspend=bool(values.get("suspend")),
+        scheduler_name=values.get("scheduler_name"),
+    )
+
+
+def check_restart_policy(
+    value: str | None, default: str, path: str, problems: list[Problem]
+) -> str:
+    if value is None:
+        return default
+    if value not in RESTART_POLICIES:
+        problems.append(
+            Problem(path, f"must be one of {', '.join(RESTART_POLICIES)} (got {value!r})")
+        )
+        return default
+    return value
+
+
+def check_replicas(value: int | None, path: str, problems: list[Problem]) -> int:
+    """A replica count: 1 when omitted, as every version defaults it."""
+    if value is None:
+        return 1
+    if value < 1:
+        problems.append(
+            Problem(path, f"must be at least 1 (got {value}); remove the replica type instead")
+        )
+        return 1
+    return value
+
+
+def check_names(job: str, groups: list[ReplicaGroup]) -> list[Problem]:
     """The job name and every name derived from it must fit Kubernetes' limits."""
     invalid = job_name_problem(job)
     if invalid:
         return [invalid]
     problems = []
-    for replica_group in groups:
-        kind = "StatefulSet" if replica_group.long_running else "Job"
-        limit = STATEFULSET_MAX if replica_group.long_running else LABEL_MAX
-        longest = replica_group.hostnames[-1]
-        if len(replica_group.workload) > limit:
+    for group in groups:
+        longest = group.name(job, group.replicas - 1)
+        limit = STATEFULSET_MAX if group.restart.pod == "Always" else LABEL_MAX
+        if len(longest) > limit:
             problems.append(
                 Problem(
-                    replica_group.source_path,
-                    f"the derived {kind} name {replica_group.workload!r} is "
-                    f"{len(replica_group.workload)} characters; Kubernetes allows {limit}; "
-                    "shorten metadata.name",
+                    group.source_path,
+                    f"the derived replica name {longest!r} is {len(longest)} characters; "
+                    f"Kubernetes allows {limit} for its Service and workload; shorten "
+                    "metadata.name",
                 )
-            )
-        elif len(longest) > LABEL_MAX:
-            problems.append(
-                Problem(
-                    replica_group.source_path,
-                    f"the derived pod hostname {longest!r} is {len(longest)} characters; "
-                    f"Kubernetes allows {LABEL_MAX}; shorten metadata.name or reduce replicas",
-                )
-            )
-    for name in extra_names:
-        if len(name) > LABEL_MAX:
-            problems.append(
-                Problem("metadata.name", f"the derived Service name {name!r} exceeds {LABEL_MAX}")
             )
     return problems
-
-
-def require_commands(groups: list[ReplicaGroup], problems: list[Problem], env_names: str) -> None:
-    """The bootstrap script wraps the command, so the image's entrypoint must be spelled out."""
-    for replica_group in groups:
-        containers = (replica_group.template.get("spec") or {}).get("containers") or []
-        for index, container in enumerate(containers):
-            is_main = (
-                isinstance(container, dict) and container.get("name") == replica_group.container
-            )
-            if is_main and not container.get("command"):
-                problems.append(
-                    Problem(
-                        f"{replica_group.source_path}.template.spec.containers[{index}].command",
-                        f"required: trainjobs starts the process through {BOOTSTRAP}, which "
-                        f"sets {env_names} for the replica's index; give the command the "
-                        "image would run",
-                    )
-                )

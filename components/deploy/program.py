@@ -44,6 +44,7 @@ class StackSettings:
                 wait_timeout_seconds=_positive_int(
                     config, "clusterWaitTimeout", DEFAULT_WAIT_TIMEOUT_SECONDS
                 ),
+                tensorflow_server_image=config.get("tensorflowServerImage"),
             ),
             gpu_pool=SchedulingProfile.from_config(config.get("gpuPool")),
             preflight=config.get_bool("preflight") is not False,
@@ -133,6 +134,8 @@ def run() -> None:
         # RunError is reported by Pulumi without a stack trace.
         raise pulumi.RunError(str(error)) from None
     for job in jobs:
+        for warning in job.warnings:
+            pulumi.log.warn(f"{job.kind} {job.name}: {warning}")
         component = TrainingJob(job, watch)
         outputs: dict[str, object] = {
             "kind": job.kind,

@@ -5,17 +5,22 @@ from __future__ import annotations
 from components.core.errors import UserError
 from components.core.graph import DEFAULT_KUBECTL_IMAGE
 from components.images.declarations import (
-    _CUDA_12,
-    _DEBIAN_12,
-    _MPI4PY,
+    CudaBase,
+    DebianBase,
     Image,
     ImageBuild,
     ImageFile,
     OpenMpi,
 )
 
-_TRAINING_SCRIPT = ImageFile(path="/train_mnist.py", source="images/scripts/train_mnist.py")
+_MPI4PY = "mpi4py==3.1.6"  # ChainerMN's MPI binding
+# The CUDA images carry what the CPU ones do, plus CuPy 13 (the last CuPy for NumPy 1 and
+# cuDNN) on CUDA 12.2 with cuDNN 8; ChainerMN's adds NCCL (in the base image) and CUDA-aware
+# Open MPI. Shared pins equal requirements.txt's, so a local run runs the same Python code.
+_CUDA_12 = CudaBase(version="12.2.2", cudnn=8)
+_DEBIAN_12 = DebianBase(version="12.12")
 
+_TRAINING_SCRIPT = ImageFile(path="/train_mnist.py", source="images/scripts/train_mnist.py")
 
 _CHAINER_PACKAGES = ("numpy==1.23.5", "scipy==1.11.4", "scikit-learn==1.3.2", "chainer==7.8.1")
 
@@ -23,12 +28,9 @@ _CHAINER_PACKAGES = ("numpy==1.23.5", "scipy==1.11.4", "scikit-learn==1.3.2", "c
 # Rank output must reach mpiexec (and the pod log) line by line, not in 8 KiB blocks.
 _PYTHON_ENV = {"PYTHONUNBUFFERED": "1"}
 
-
 _APT_SNAPSHOT = "20261101T000000Z"
 
-
 _PYTHON_BOOTSTRAP = ("pip==25.3", "setuptools==73.0.1", "wheel==0.48.0", "packaging==26.3")
-
 
 _CHAINER_DEPENDENCIES = (
     "cloudpickle==3.1.2",
@@ -40,12 +42,56 @@ _CHAINER_DEPENDENCIES = (
     "typing_extensions==4.16.0",
 )
 
-
+# requirements-tensorflow.txt's closure (a test keeps them equal).
+_TENSORFLOW_PACKAGES = (
+    "tensorflow-cpu==2.20.0",
+    "numpy==2.4.6",
+    "scipy==1.17.1",
+    "scikit-learn==1.9.1",
+)
+_TENSORFLOW_DEPENDENCIES = (
+    "absl-py==2.5.1",
+    "astunparse==1.6.3",
+    "certifi==2026.10.18",
+    "charset-normalizer==3.5.2",
+    "cloudpickle==3.1.2",
+    "flatbuffers==25.12.19",
+    "gast==0.7.0",
+    "google-pasta==0.2.0",
+    "grpcio==1.85.1",
+    "h5py==3.16.0",
+    "idna==3.20",
+    "joblib==1.6.0",
+    "keras==3.15.1",
+    "libclang==18.1.1",
+    "Markdown==3.11.3",
+    "markdown-it-py==4.3.0",
+    "MarkupSafe==3.0.4",
+    "mdurl==0.1.2",
+    "ml_dtypes==0.6.0",
+    "namex==0.1.0",
+    "narwhals==2.29.0",
+    "opt_einsum==3.4.0",
+    "optree==0.20.0",
+    "pillow==13.0.0",
+    "protobuf==7.36.2",
+    "Pygments==2.21.0",
+    "requests==2.34.2",
+    "rich==15.0.0",
+    "six==1.17.0",
+    "tensorboard==2.20.0",
+    "tensorboard-data-server==0.7.2",
+    "termcolor==3.3.0",
+    "threadpoolctl==3.8.0",
+    "typing_extensions==4.16.0",
+    "urllib3==2.8.0",
+    "Werkzeug==3.1.9",
+    "wrapt==2.5.2",
+)
 _CUPY = ("cupy-cuda12x==13.6.0", "fastrlock==0.8.4")
 
-
-_TORCH_BOOTSTRAP = ("pip==25.3", "setuptools==80.9.0", "wheel==0.48.0", "packaging==26.3")
-
+# Images without Chainer take a current setuptools (torch 2.13 declares setuptools>=77.0.3).
+_CURRENT_BOOTSTRAP = ("pip==25.3", "setuptools==80.9.0", "wheel==0.48.0", "packaging==26.3")
 
 _TORCH_DEPENDENCIES = (
     "cloudpickle==3.1.2",
@@ -60,7 +106,6 @@ _TORCH_DEPENDENCIES = (
     "threadpoolctl==3.8.0",
     "typing_extensions==4.16.0",
 )
-
 
 _OPEN_MPI = OpenMpi(
     version="4.1.8", sha256="466f68e3132a1dc02710cc2011fafced8336d98359fa2dae4dddcfd5719f12a9"
@@ -149,29 +194,35 @@ IMAGES: dict[str, Image] = {
             ),
             files=(ImageFile(path="/train_pytorch.py", source="images/scripts/train_pytorch.py"),),
             env=_PYTHON_ENV,
+            entrypoint=("python3", "/train_pytorch.py"),
             build=ImageBuild(
                 directory="pytorch-cpu",
                 apt_snapshot=_APT_SNAPSHOT,
                 # torch 2.13 declares setuptools>=77.0.3; this image carries no Chainer.
-                python_bootstrap=_TORCH_BOOTSTRAP,
+                python_bootstrap=_CURRENT_BOOTSTRAP,
                 python_dependencies=_TORCH_DEPENDENCIES,
                 # PyPI's torch wheel is the CUDA build (gigabytes of nvidia-* packages).
                 package_indexes={"torch": "https://download.pytorch.org/whl/cpu"},
             ),
         ),
         Image(
-            reference="trainjobs/tf-check:1",
-            summary="A light stand-in for TensorFlow in the TFJob example: check_tf_config.py "
-            "verifies each process's TF_CONFIG and reaches every task (standard library only).",
+            reference="trainjobs/tensorflow:2.20.0-cpu",
+            summary="TensorFlow 2.20 on CPU with the digits training script (ParameterServer"
+            "Strategy: the chief trains, workers and parameter servers serve; the TFJob example).",
             debian=_DEBIAN_12,
+            python_packages=_TENSORFLOW_PACKAGES,
             files=(
-                ImageFile(path="/check_tf_config.py", source="images/scripts/check_tf_config.py"),
+                ImageFile(path="/train_tensorflow.py", source="images/scripts/train_tensorflow.py"),
             ),
-            env=_PYTHON_ENV,
+            env={**_PYTHON_ENV, "TF_CPP_MIN_LOG_LEVEL": "2"},
+            entrypoint=("python3", "/train_tensorflow.py"),
+            # TensorFlow needs NumPy 2, which Chainer cannot share: its own virtualenv.
+            local_environment=".venv-tensorflow",
             build=ImageBuild(
-                directory="tf-check",
+                directory="tensorflow-cpu",
                 apt_snapshot=_APT_SNAPSHOT,
-                python_bootstrap=_PYTHON_BOOTSTRAP,
+                python_bootstrap=_CURRENT_BOOTSTRAP,
+                python_dependencies=_TENSORFLOW_DEPENDENCIES,
             ),
         ),
         Image(

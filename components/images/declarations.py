@@ -24,6 +24,7 @@ container copies kubectl from) are declared with the local stand-ins of the file
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
@@ -220,6 +221,19 @@ class Image(_Declaration):
     )
     files: tuple[ImageFile, ...] = ()
     env: dict[str, str] = Field(default_factory=dict, description="The image's ENV.")
+    local_environment: str | None = Field(
+        default=None,
+        description="The virtualenv (relative to the repository) whose Python runs this "
+        "image's containers in local runs; None: the one running trainjobs (.venv).",
+    )
+    entrypoint: tuple[str, ...] = Field(
+        default=(),
+        description="The image's ENTRYPOINT: what a container without a command runs.",
+    )
+    cmd: tuple[str, ...] = Field(
+        default=(),
+        description="The image's CMD: the arguments of a container without a command or args.",
+    )
     cuda: CudaBase | None = Field(
         default=None, description="The NVIDIA CUDA base image it is built from (sets base)."
     )
@@ -258,6 +272,13 @@ class Image(_Declaration):
             raise ImageError(self.reference, problems)
         return self
 
+    @property
+    def local_bin(self) -> Path:
+        """Where local runs find this image's python3 and its other programs."""
+        if self.local_environment is None:
+            return Path(sys.executable).parent
+        return REPO_ROOT / self.local_environment / "bin"
+
     def file(self, path: str) -> ImageFile | None:
         return next((item for item in self.files if item.path == path), None)
 
@@ -290,20 +311,3 @@ class ImageError(UserError):
         lines = [f"image {reference}: incompatible declaration ({len(problems)} problem(s))"]
         lines += [f"  {problem}" for problem in problems]
         super().__init__("\n".join(lines))
-
-
-# -- compatibility rules ------------------------------------------------------------------------
-
-
-# -- declarations -------------------------------------------------------------------------------
-
-_MPI4PY = "mpi4py==3.1.6"  # ChainerMN's MPI binding
-
-# The CUDA images carry what the CPU ones do, plus CuPy 13 (the last CuPy for NumPy 1 and
-# cuDNN) on CUDA 12.2 with cuDNN 8; ChainerMN's adds NCCL (in the base image) and CUDA-aware
-# Open MPI. Shared pins equal requirements.txt's, so a local run runs the same Python code.
-_CUDA_12 = CudaBase(version="12.2.2", cudnn=8)
-_DEBIAN_12 = DebianBase(version="12.12")
-
-
-# -- pinning by digest --------------------------------------------------------------------------

@@ -28,6 +28,7 @@ writer's SIGPIPE into a failure.
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -216,6 +217,11 @@ def render(image: Image) -> str:
         )
     if image.env:
         parts.append("".join(f"ENV {name}={value}\n" for name, value in sorted(image.env.items())))
+    # Exec form (JSON): no shell between the container runtime and the program.
+    launch = [f"ENTRYPOINT {json.dumps(list(image.entrypoint))}\n"] if image.entrypoint else []
+    launch += [f"CMD {json.dumps(list(image.cmd))}\n"] if image.cmd else []
+    if launch:
+        parts.append("".join(launch))
     return "\n".join(parts)
 
 

@@ -30,36 +30,35 @@ class CrdSource:
     kind: str
     plural: str
     versions: dict[str, type[BaseModel]]
-    """Version name -> model; the last one is the storage version."""
+    """Version name -> spec model; the last one is the storage version."""
     group: str = "kubeflow.org"
 
 
 # Several versions of one kind are served side by side with no conversion webhook: the CRDs
 # exist for schema validation (editors, `kubectl apply --dry-run=server`), not to store jobs.
 SOURCES = [
-    CrdSource("ChainerJob", "chainerjobs", {"v1alpha1": chainer_spec.ChainerJob}),
-    CrdSource(
-        "TFJob",
-        "tfjobs",
-        dict(zip(("v1alpha1", "v1"), tensorflow_spec.MODELS.values(), strict=True)),
-    ),
-    CrdSource(
-        "PyTorchJob",
-        "pytorchjobs",
-        dict(zip(("v1alpha1", "v1"), pytorch_spec.MODELS.values(), strict=True)),
-    ),
+    CrdSource("ChainerJob", "chainerjobs", {"v1alpha1": chainer_spec.ChainerJobSpec}),
+    CrdSource("TFJob", "tfjobs", tensorflow_spec.SPEC_MODELS),
+    CrdSource("PyTorchJob", "pytorchjobs", pytorch_spec.SPEC_MODELS),
 ]
 
 
-def structural_schema(model: type[BaseModel]) -> dict[str, Any]:
-    raw = model.model_json_schema(by_alias=True)
-    definitions = raw.get("$defs", {})
-    schema = _structural(raw, definitions)
-    properties = schema["properties"]
-    # The API server owns metadata's schema; a CRD may only say it is an object.
-    properties["metadata"] = {"type": "object"}
-    properties["status"] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    return schema
+def structural_schema(source: CrdSource, version: str) -> dict[str, Any]:
+    """The document's schema: the version's spec model, and what the API server owns."""
+    raw = source.versions[version].model_json_schema(by_alias=True)
+    spec = _structural(raw, raw.get("$defs", {}))
+    return {
+        "type": "object",
+        "properties": {
+            "apiVersion": {"type": "string", "enum": [f"{source.group}/{version}"]},
+            "kind": {"type": "string", "enum": [source.kind]},
+            # The API server owns metadata's schema; a CRD may only say it is an object.
+            "metadata": {"type": "object"},
+            "spec": spec,
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        },
+        "required": ["apiVersion", "kind", "metadata", "spec"],
+    }
 
 
 def _structural(node: dict[str, Any], definitions: dict[str, Any]) -> dict[str, Any]:
@@ -132,10 +131,10 @@ def crd(source: CrdSource) -> dict[str, Any]:
                     "name": version,
                     "served": True,
                     "storage": version == list(source.versions)[-1],
-                    "schema": {"openAPIV3Schema": structural_schema(model)},
+                    "schema": {"openAPIV3Schema": structural_schema(source, version)},
                     "subresources": {"status": {}},
                 }
-                for version, model in source.versions.items()
+                for version in source.versions
             ],
         },
     }

@@ -40,11 +40,23 @@ class JobDefinition:
     name: str
     namespace: str
     graph: Graph
-    completion_job: str
-    """The batch/v1 Job whose Complete or Failed condition is the job's outcome."""
+    success_jobs: tuple[str, ...]
+    """The batch/v1 Jobs whose Complete conditions are the job's success: all of them (or
+    any one, with ``success_any``). A Failed condition of any Job of the job fails it."""
     workers: list[Workload]
-    """Everything else that runs: scaled to 0 when the outcome is known."""
+    """Everything else that runs: stopped when the outcome is known (``clean_pod_policy``)."""
     worker_pods: list[str]
+    success_any: bool = False
+    clean_pod_policy: str = "Running"
+    """Kubeflow's cleanPodPolicy: what happens to pods when the job ends. None: nothing;
+    Running: pods still running are stopped; All: every pod is removed."""
+    warnings: tuple[Problem, ...] = ()
+    """Things the spec says that have no effect, or an effect the user may not expect."""
+
+    @property
+    def completion_job(self) -> str:
+        """The first Job that decides success (the only one, unless all workers decide)."""
+        return self.success_jobs[0]
 
 
 def _chainer(
@@ -56,28 +68,40 @@ def _chainer(
         name=plan.names.job,
         namespace=plan.namespace,
         graph=chainer_graph.build_graph(plan, options),
-        completion_job=plan.names.master,
+        success_jobs=(plan.names.master,),
         workers=[
             Workload("StatefulSet", group.statefulset, group.replicas) for group in plan.workers
         ],
         worker_pods=plan.worker_pods,
+        warnings=tuple(plan.warnings),
     )
 
 
 def _replica_definition(plan: ReplicaJobPlan) -> JobDefinition:
-    deciding = plan.deciding_group
-    others = [group for group in plan.groups if group is not deciding]
+    deciding = {
+        plan.groups_by_type[plan.success.type].name(plan.job, index)
+        for index in plan.success.indexes
+    }
+    workloads = [
+        Workload(
+            "StatefulSet" if group.restart.pod == "Always" else "Job",
+            group.name(plan.job, index),
+            0 if plan.run.suspend and group.restart.pod == "Always" else 1,
+        )
+        for group in plan.groups
+        for index in range(group.replicas)
+    ]
     return JobDefinition(
         kind=plan.kind,
         name=plan.job,
         namespace=plan.namespace,
         graph=build_replica_graph(plan),
-        completion_job=deciding.workload,
-        workers=[
-            Workload("StatefulSet" if group.long_running else "Job", group.workload, group.replicas)
-            for group in others
-        ],
-        worker_pods=[host for group in others for host in group.hostnames],
+        success_jobs=tuple(sorted(deciding, key=[w.name for w in workloads].index)),
+        workers=[w for w in workloads if w.name not in deciding],
+        worker_pods=[w.name for w in workloads if w.name not in deciding],
+        success_any=plan.success.any,
+        clean_pod_policy=plan.run.clean_pod_policy,
+        warnings=tuple(plan.warnings),
     )
 
 
@@ -85,8 +109,8 @@ Parser = Callable[[dict[str, Any], str, str, GraphOptions], JobDefinition]
 
 KINDS: dict[str, Parser] = {
     chainer_spec.KIND: _chainer,
-    tensorflow_spec.KIND: lambda d, s, n, _: _replica_definition(tensorflow_spec.parse(d, s, n)),
-    pytorch_spec.KIND: lambda d, s, n, _: _replica_definition(pytorch_spec.parse(d, s, n)),
+    tensorflow_spec.KIND: lambda d, s, n, o: _replica_definition(tensorflow_spec.parse(d, s, n, o)),
+    pytorch_spec.KIND: lambda d, s, n, o: _replica_definition(pytorch_spec.parse(d, s, n, o)),
 }
 
 
@@ -96,6 +120,7 @@ def parse_job(
     namespace: str = "default",
     options: GraphOptions | None = None,
 ) -> JobDefinition:
+    document = _single_item(document, source)
     kind = document.get("kind")
     parser = KINDS.get(kind) if isinstance(kind, str) else None
     if parser is None:
@@ -103,6 +128,20 @@ def parse_job(
             source, [Problem("kind", f"must be one of {', '.join(KINDS)} (got {kind!r})")]
         )
     return parser(document, source, namespace, options or GraphOptions())
+
+
+def _single_item(document: dict[str, Any], source: str) -> dict[str, Any]:
+    """A ``kind: List`` of one job (``kubectl get ... -o yaml``) is that job, as for kubectl."""
+    if document.get("kind") != "List":
+        return document
+    items = document.get("items")
+    if isinstance(items, list) and len(items) == 1 and isinstance(items[0], dict):
+        return items[0]
+    count = len(items) if isinstance(items, list) else 0
+    raise SpecError(
+        source,
+        [Problem("items", f"a List must hold exactly one job (got {count}): one job per file")],
+    )
 
 
 def load_job(

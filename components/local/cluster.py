@@ -133,15 +133,19 @@ class ClusterPlan:
     job: str
     namespace: str
     jobs: list[JobPlan]
-    """Every Job of the graph, the completion Job first: its outcome is the job's outcome."""
+    """Every Job of the graph, those that decide success first."""
     workers: list[PodPlan]
     """StatefulSet pods: long-running, restarted when they exit, stopped at the end."""
     config_maps: dict[str, dict[str, str]]
     grants: dict[str, list[tuple[str, str, str]]]
     """service account -> (verb, resource, pod name or '*') it may use."""
+    success_jobs: tuple[str, ...] = ()
+    """The Jobs whose completion is the job's success: all of them, or any with success_any."""
+    success_any: bool = False
 
     @property
     def completion(self) -> JobPlan:
+        """The first Job that decides success (its limits are reported as the job's)."""
         return self.jobs[0]
 
     @property
@@ -166,7 +170,9 @@ class ClusterPlan:
         return [*self.job_pods, *self.workers]
 
 
-def plan_cluster(graph: Graph, completion_job: str) -> ClusterPlan:
+def plan_cluster(
+    graph: Graph, success_jobs: tuple[str, ...], success_any: bool = False
+) -> ClusterPlan:
     config_maps: dict[str, dict[str, str]] = {}
     accounts: dict[str, Manifest] = {}
     services: list[Manifest] = []
@@ -189,10 +195,10 @@ def plan_cluster(graph: Graph, completion_job: str) -> ClusterPlan:
                 f"local runs cannot run {node.key} yet (they run Jobs and StatefulSets); run "
                 "this job kind on a cluster"
             )
-    completion = next((job for job in jobs if job.name == completion_job), None)
-    if completion is None:
-        raise UserError(f"the graph of {graph.job} has no Job named {completion_job!r}")
-    jobs = [completion, *(job for job in jobs if job is not completion)]
+    missing = sorted(set(success_jobs) - {job.name for job in jobs})
+    if missing:
+        raise UserError(f"the graph of {graph.job} has no Job named {missing[0]!r}")
+    jobs = sorted(jobs, key=lambda job: job.name not in success_jobs)
     named = _with_service_names([pod for job in jobs for pod in job.pods] + workers, services)
     return ClusterPlan(
         job=graph.job,
@@ -201,6 +207,8 @@ def plan_cluster(graph: Graph, completion_job: str) -> ClusterPlan:
         workers=[named[pod.name] for pod in workers],
         config_maps=config_maps,
         grants=_grants(graph),
+        success_jobs=tuple(success_jobs),
+        success_any=success_any,
     )
 
 

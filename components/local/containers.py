@@ -168,15 +168,22 @@ def path_map(
 
 
 def container_argv(
-    container: dict[str, Any], env: dict[str, str], paths: PathMap, where: str
+    container: dict[str, Any], image: Image, env: dict[str, str], paths: PathMap, where: str
 ) -> list[str]:
-    command = [*container.get("command", []), *container.get("args", [])]
-    if not container.get("command"):
+    """What the container runs, by Kubernetes' rules: ``command`` replaces the image's
+    ENTRYPOINT and drops its CMD; ``args`` alone replace the CMD."""
+    if container.get("command"):
+        argv = [*container["command"], *(container.get("args") or [])]
+    elif container.get("args"):
+        argv = [*image.entrypoint, *container["args"]]
+    else:
+        argv = [*image.entrypoint, *image.cmd]
+    if not argv:
         raise UserError(
-            f"{where}.command: local runs need the command spelled out (the image's "
-            "entrypoint is not known here)"
+            f"{where}.command: the container gives no command and image {image.reference} "
+            "declares no ENTRYPOINT or CMD, so nothing would run; give the command"
         )
-    return [paths.rewrite(expand_variables(str(arg), env)) for arg in command]
+    return [paths.rewrite(expand_variables(str(arg), env)) for arg in argv]
 
 
 def check_command(argv: list[str], env: dict[str, str], image: Image, where: str) -> None:

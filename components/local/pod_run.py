@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from components.core.errors import UserError
@@ -79,8 +77,8 @@ class PodRun:
             config_maps=self.run.plan.config_maps,
         )
         base = {
-            # The interpreter running trainjobs stands in for the image's python3.
-            "PATH": f"{Path(sys.executable).parent}:/usr/local/sbin:/usr/local/bin:"
+            # The image's local virtualenv stands in for its python3 (see Image.local_bin).
+            "PATH": f"{image.local_bin}:/usr/local/sbin:/usr/local/bin:"
             "/usr/sbin:/usr/bin:/sbin:/bin",
             "HOME": os.environ.get("HOME", "/root"),
             "LANG": os.environ.get("LANG", "C.UTF-8"),
@@ -94,7 +92,7 @@ class PodRun:
         paths = containers.path_map(container, image, self.volume_dirs, where)
         env = {name: paths.rewrite(value) for name, value in env.items()}
         env.update(self.run.markers(self.name, container["name"]))
-        argv = containers.container_argv(container, env, paths, where)
+        argv = containers.container_argv(container, image, env, paths, where)
         containers.check_command(argv, env, image, where)
         workdir = self.directory / "containers" / container["name"]
         if container.get("workingDir"):

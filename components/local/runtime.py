@@ -25,13 +25,14 @@ Kubernetes semantics kept, and where they live:
   (Kubeflow's "worker 0 decides" when there is no chief);
 - ``activeDeadlineSeconds`` counts from the job's start across retries; on expiry the Job's
   pods are stopped: Failed, reason DeadlineExceeded;
-- the completion Job's outcome is the job's outcome; a Failed condition of any other Job fails
-  the job too, as Kubeflow fails a TFJob or PyTorchJob on any replica's permanent error;
+- the job succeeds when the Jobs that decide it are Complete (the ChainerJob master, a chief,
+  master or worker 0; every worker, or for an elastic job any one); a Failed condition of any
+  Job fails the job, as Kubeflow fails a TFJob or PyTorchJob on any replica's permanent error;
 - when the outcome is known every other pod is stopped (the scale-to-0);
 - stopping a pod sends SIGTERM to each container's main process and, once it exits or after
   ``terminationGracePeriodSeconds`` (default 30), SIGKILL to everything left in the pod;
 - pods that request ``nvidia.com/gpu`` stay Pending (Unschedulable): the local node offers
-  no GPUs. A completion Job pod that cannot be scheduled fails the job at once, since
+  no GPUs. A pod of a Job that decides the job that cannot be scheduled fails it at once, since
   nothing local could ever make room for it; unschedulable workers are left to the cluster
   waiter, which names them when it gives up.
 
@@ -58,10 +59,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from components.core.errors import UserError
 from components.core.manifests import write_manifests
 from components.images import catalogue
+from components.images.declarations import Image
 from components.kinds.registry import JobDefinition
 from components.local.cluster import (
     ClusterPlan,
@@ -113,7 +116,7 @@ def run_job(job: JobDefinition, options: RunOptions | None = None) -> RunResult:
     options = options or RunOptions()
     if options.network not in NETWORK_MODES:
         raise UserError(f"--network must be one of {', '.join(NETWORK_MODES)}")
-    plan = plan_cluster(job.graph, job.completion_job)
+    plan = plan_cluster(job.graph, job.success_jobs, job.success_any)
     _check_images(plan, options.image_aliases)
     run = Run(job, plan, options)
     return run.execute()
@@ -124,19 +127,28 @@ def _check_images(plan: ClusterPlan, aliases: dict[str, str]) -> None:
     for pod in plan.pods:
         for container in _all_containers(pod):
             image = catalogue.resolve(container["image"], aliases)
+            installed = _installed(image)
             for requirement in image.python_packages:
                 pin = Requirement(requirement)
-                try:
-                    installed = importlib.metadata.version(pin.name)
-                except importlib.metadata.PackageNotFoundError:
-                    installed = None
+                version = installed.get(canonicalize_name(pin.name))
                 # PEP 440 matching: '==2.13.0' would also accept a local build (2.13.0+cpu).
-                if installed is None or not pin.specifier.contains(installed, prereleases=True):
-                    have = f"has {installed}" if installed else "does not have it"
+                if version is None or not pin.specifier.contains(version, prereleases=True):
+                    have = f"has {version}" if version else "does not have it"
                     raise UserError(
                         f"image {image.reference} needs {requirement} in the Python that runs "
-                        f"local pods ({sys.executable}), which {have}: run `make setup`"
+                        f"its containers locally ({image.local_bin}), which {have}: run "
+                        "`make setup`"
                     )
+
+
+def _installed(image: Image) -> dict[str, str]:
+    """The Python distributions of the environment that runs ``image`` locally."""
+    if image.local_environment is None:
+        found = importlib.metadata.distributions()
+    else:
+        sites = [str(p) for p in image.local_bin.parent.glob("lib/python*/site-packages")]
+        found = importlib.metadata.distributions(path=sites)
+    return {canonicalize_name(d.metadata["Name"]): d.version for d in found}
 
 
 def _all_containers(pod: PodPlan) -> list[dict[str, Any]]:
@@ -207,14 +219,14 @@ class Run:
         if requested == "netns" and why_not:
             raise UserError(f"--network netns: unavailable here ({why_not}); use loopback")
         mode = ("loopback" if why_not else "netns") if requested == "auto" else requested
-        indexed = next((job.name for job in self.plan.jobs if job.indexed), None)
-        if mode == "loopback" and indexed is not None:
+        named = next((pod.name for pod in self.plan.pods if pod.service_names), None)
+        if mode == "loopback" and named is not None:
             why = why_not if requested == "auto" else "--network loopback was asked for"
             raise UserError(
-                f"Job/{indexed} is an Indexed Job: its pods reach each other by their DNS names "
-                "(TF_CONFIG, MASTER_ADDR) and need hostnames of their own, which only pod "
-                f"network namespaces give, and they are not used here ({why}); run it as root "
-                "with iproute2 and util-linux (make system-deps)"
+                f"pod {named} is reached by its Service's DNS name (TF_CONFIG, MASTER_ADDR), "
+                "which needs an address of its own, which only pod network namespaces give, "
+                f"and they are not used here ({why}); run it as root with iproute2 and "
+                "util-linux (make system-deps)"
             )
         return mode
 
@@ -309,8 +321,8 @@ class Run:
                 )
                 continue
             self._start_worker(worker)
-        completion = self.jobs[0]
-        blocked = [pod.unschedulable for pod in completion.pods if pod.unschedulable]
+        deciding = [job for job in self.jobs if job.name in self.plan.success_jobs]
+        blocked = [pod.unschedulable for job in deciding for pod in job.pods if pod.unschedulable]
         if blocked:
             return "Failed", "Unschedulable", blocked[0]
         for job in self.jobs:
@@ -332,18 +344,21 @@ class Run:
             time.sleep(POLL_SECONDS)
 
     def _outcome(self) -> tuple[str, str, str] | None:
-        """The completion Job's condition decides; a Failed condition of any other Job fails
-        the job too (Kubeflow: any replica's permanent error fails a TFJob or PyTorchJob)."""
+        """A Failed condition of any Job fails the job (Kubeflow: any replica's permanent error
+        fails a TFJob or PyTorchJob); it succeeds once every deciding Job is Complete (or any
+        one, for an elastic job)."""
+
+        def described(job: JobRun) -> tuple[str, str, str]:
+            state, reason, message = job.condition or ("", "", "")
+            return state, reason, f"Job {job.name}: {message}" if len(self.jobs) > 1 else message
+
         for job in self.jobs:
-            if job.condition is None:
-                continue
-            state, reason, message = job.condition
-            if len(self.jobs) > 1:
-                message = f"Job {job.name}: {message}"
-            if state == "Failed":
-                return "Failed", reason, message
-            if job is self.jobs[0]:
-                return "Succeeded", reason, message
+            if job.condition is not None and job.condition[0] == "Failed":
+                return ("Failed", *described(job)[1:])
+        deciding = [job for job in self.jobs if job.name in self.plan.success_jobs]
+        done = [job for job in deciding if job.condition is not None]
+        if done and (self.plan.success_any or len(done) == len(deciding)):
+            return ("Succeeded", *described(done[-1])[1:])
         return None
 
     def _start_worker(self, worker: PodRun) -> None:

@@ -499,11 +499,12 @@ def test_tf_and_pytorch_gpu_replicas_are_scheduled_and_cpu_replicas_are_not(prof
     for document in (tf, torch):
         scheduled.update(pod_specs(apply_scheduling(parse_job(document, "x.yaml").graph, profile)))
     assert {key: "tolerations" in pod for key, pod in scheduled.items()} == {
-        "Job/tf-mnist-chief": True,
-        "Job/tf-mnist-worker": True,
-        "StatefulSet/tf-mnist-ps": False,
-        "Job/pytorch-mnist-master": True,
-        "Job/pytorch-mnist-worker": True,
+        "Job/tf-mnist-chief-0": True,
+        "Job/tf-mnist-worker-0": True,
+        "Job/tf-mnist-worker-1": True,
+        "Job/tf-mnist-ps-0": False,
+        "Job/pytorch-mnist-master-0": True,
+        "Job/pytorch-mnist-worker-0": True,
     }
 
 

@@ -290,7 +290,7 @@ def test_tf_job_stack_exports_the_chief_as_the_job_to_watch():
     assert outputs == {
         "tf-mnist": {
             "kind": "TFJob",
-            "masterJobName": "tf-mnist-chief",
+            "masterJobName": "tf-mnist-chief-0",
             "namespace": "default",
             "workerPodNames": ["tf-mnist-worker-0", "tf-mnist-worker-1", "tf-mnist-ps-0"],
         }
@@ -357,18 +357,20 @@ def test_tf_watcher_stops_workers_and_parameter_servers_which_pulumi_then_ignore
     result = run_preview("tf-mnist", REPO)
     inputs = by_name(result)["tf-mnist-completion"].inputs
     assert (inputs["job_name"], inputs["workers"]) == (
-        "tf-mnist-chief",
+        "tf-mnist-chief-0",
         [
-            {"kind": "Job", "name": "tf-mnist-worker", "replicas": 2},
-            {"kind": "StatefulSet", "name": "tf-mnist-ps", "replicas": 1},
+            {"kind": "Job", "name": "tf-mnist-worker-0", "replicas": 1},
+            {"kind": "Job", "name": "tf-mnist-worker-1", "replicas": 1},
+            {"kind": "Job", "name": "tf-mnist-ps-0", "replicas": 1},
         ],
     )
     ignored = {r.name: r.ignore_changes for r in result.kubernetes_objects() if r.ignore_changes}
     # The chief too: the watcher stops it when a worker fails.
     assert ignored == {
-        "tf-mnist-worker": ["spec.parallelism"],
-        "tf-mnist-ps": ["spec.replicas"],
-        "tf-mnist-chief": ["spec.parallelism"],
+        "tf-mnist-worker-0": ["spec.parallelism"],
+        "tf-mnist-worker-1": ["spec.parallelism"],
+        "tf-mnist-ps-0": ["spec.parallelism"],
+        "tf-mnist-chief-0": ["spec.parallelism"],
     }
 
 

@@ -94,7 +94,7 @@ def test_dockerfiles_command_writes_the_rendered_files(tmp_path, capsys):
         f"{tmp_path}/chainer/Dockerfile",
         f"{tmp_path}/chainermn/Dockerfile",
         f"{tmp_path}/pytorch-cpu/Dockerfile",
-        f"{tmp_path}/tf-check/Dockerfile",
+        f"{tmp_path}/tensorflow-cpu/Dockerfile",
     ]
     assert (tmp_path / "chainermn" / "Dockerfile").read_text() == dockerfiles.render(
         IMAGES[CHAINERMN]
@@ -213,7 +213,7 @@ def test_ubuntu_packages_come_from_a_dated_archive_snapshot():
 
 # -- the CPU images the examples run on a cluster ------------------------------------------------
 
-CPU_DOCKERFILES = ("chainer-cpu", "chainermn-cpu", "pytorch-cpu", "tf-check")
+CPU_DOCKERFILES = ("chainer-cpu", "chainermn-cpu", "pytorch-cpu", "tensorflow-cpu")
 
 
 def test_cpu_images_start_from_debian_12_at_a_point_release():
@@ -274,16 +274,32 @@ def test_torch_comes_from_pytorchs_cpu_index_before_the_rest_from_pypi():
         "# torch==2.13.0+cpu from its own index, not PyPI.",
         torch,
         "COPY scripts/train_pytorch.py /train_pytorch.py",
+        'ENTRYPOINT ["python3", "/train_pytorch.py"]',
     ]
     # torch 2.13 declares setuptools>=77.0.3; pip check enforces it in this image.
     assert "        setuptools==80.9.0 \\" in lines
 
 
-def test_the_tf_check_image_carries_only_the_standard_library():
-    lines = dockerfile("tf-check")
-    assert "RUN python3 -m pip check" in lines
-    assert not [line for line in lines if "--no-build-isolation" in line]
-    assert "COPY scripts/check_tf_config.py /check_tf_config.py" in lines
+def test_the_tensorflow_image_runs_its_training_script_as_its_entrypoint():
+    lines = dockerfile("tensorflow-cpu")
+    assert lines[-3:] == [
+        "ENV TF_CPP_MIN_LOG_LEVEL=2",
+        "",
+        'ENTRYPOINT ["python3", "/train_tensorflow.py"]',
+    ]
+    assert "COPY scripts/train_tensorflow.py /train_tensorflow.py" in lines
+    assert "        tensorflow-cpu==2.20.0 \\" in lines
+    assert "    && python3 -m pip check" in lines
+
+
+def test_an_image_with_a_cmd_renders_it_after_its_entrypoint():
+    image = declared_with(
+        like="trainjobs/pytorch:2.13.0-cpu", entrypoint=("python3",), cmd=("/train_pytorch.py",)
+    )
+    assert dockerfiles.render(image).splitlines()[-2:] == [
+        'ENTRYPOINT ["python3"]',
+        'CMD ["/train_pytorch.py"]',
+    ]
 
 
 def test_an_image_on_both_a_cuda_and_a_debian_base_is_refused():
@@ -382,7 +398,7 @@ def test_everything_the_dockerfiles_copy_is_in_the_build_context():
         "scripts/train_mnist.py",  # chainer (CUDA)
         "scripts/train_mnist.py",  # chainermn (CUDA)
         "scripts/train_pytorch.py",
-        "scripts/check_tf_config.py",
+        "scripts/train_tensorflow.py",
     ]
     assert all((REPO / "images" / source).is_file() for source in copied)
 
@@ -418,22 +434,40 @@ def test_the_cuda_images_are_declared_with_their_base_and_pins():
 # torch 2.13 declares setuptools>=77.0.3, which its image (no Chainer) pins; the local
 # environment keeps Chainer's setuptools<74 and installs torch without its declared dependencies.
 PINS_THAT_DIFFER_ON_PURPOSE = {"trainjobs/pytorch:2.13.0-cpu: setuptools==80.9.0"}
+# Pinned by the image's pip bootstrap, but not by a requirements file (venvs bring their own).
+BOOTSTRAP_ONLY = {"pip", "setuptools", "wheel"}
 
 
-def test_image_pins_equal_the_local_environments_where_both_pin_a_package():
+LOCAL_REQUIREMENTS = {None: "requirements.txt", ".venv-tensorflow": "requirements-tensorflow.txt"}
+
+
+def requirements_of(image: Image) -> dict[str, str]:
+    """The pins of the requirements file that builds the image's local environment."""
+    text = (REPO / LOCAL_REQUIREMENTS[image.local_environment]).read_text()
     pins = [
         line.split()[0].partition("==")
-        for line in (REPO / "requirements.txt").read_text().splitlines()
+        for line in text.splitlines()
         if "==" in line and not line.startswith("#")
     ]
-    requirements = {re.sub(r"[-_.]+", "-", name).lower(): version for name, _, version in pins}
+    return {re.sub(r"[-_.]+", "-", name).lower(): version for name, _, version in pins}
+
+
+def test_image_pins_equal_their_local_environments_where_both_pin_a_package():
     differing = {
         f"{reference}: {name}=={version}"
         for reference, image in IMAGES.items()
         for name, (version, _) in image.pins().items()
-        if name in requirements and requirements[name] != version
+        if requirements_of(image).get(name, version) != version
     }
     assert differing == PINS_THAT_DIFFER_ON_PURPOSE
+
+
+def test_the_tensorflow_environment_pins_exactly_the_images_closure():
+    image = IMAGES["trainjobs/tensorflow:2.20.0-cpu"]
+    closure = {name: version for name, (version, _) in image.pins().items()}
+    assert requirements_of(image) == {
+        name: version for name, version in closure.items() if name not in BOOTSTRAP_ONLY
+    }
 
 
 def test_cupy_14_with_chainer_is_refused():
@@ -947,7 +981,7 @@ def test_an_images_stack_refuses_an_undeclared_image(tmp_path):
     assert str(raised.value) == (
         "trainjobs-infra:images[0].image: 'trainjobs/other:1' is not declared "
         f"(trainjobs/chainer:7.8.1, trainjobs/chainermn:7.8.1, {CHAINER}, {CHAINERMN}, "
-        "trainjobs/pytorch:2.13.0-cpu, trainjobs/tf-check:1)"
+        "trainjobs/pytorch:2.13.0-cpu, trainjobs/tensorflow:2.20.0-cpu)"
     )
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from components.cli import main
 from components.kinds import crds
-from components.kinds.chainer.spec import ChainerJob
 from tests.conftest import REPO
 
 
@@ -23,17 +22,36 @@ def test_crds_command_writes_the_generated_files(tmp_path, capsys):
     ]
 
 
-def test_tf_and_pytorch_crds_serve_both_shapes_and_store_v1():
+def test_tf_and_pytorch_crds_serve_every_released_version_and_store_v1():
     for source in crds.SOURCES[1:]:
         versions = crds.crd(source)["spec"]["versions"]
         assert [(v["name"], v["served"], v["storage"]) for v in versions] == [
             ("v1alpha1", True, False),
+            ("v1alpha2", True, False),
+            ("v1beta1", True, False),
+            ("v1beta2", True, False),
             ("v1", True, True),
         ]
 
 
+def test_each_version_pins_its_own_api_version_and_kind():
+    tfjob = crds.SOURCES[1]
+    schema = crds.structural_schema(tfjob, "v1beta1")
+    assert schema["properties"]["apiVersion"] == {
+        "type": "string",
+        "enum": ["kubeflow.org/v1beta1"],
+    }
+    assert schema["properties"]["kind"] == {"type": "string", "enum": ["TFJob"]}
+    replicas = schema["properties"]["spec"]["properties"]["tfReplicaSpecs"]
+    assert replicas["additionalProperties"]["properties"]["restartPolicy"] == {
+        "description": "Always, OnFailure, Never or ExitCode (1-127 fail the job, others are "
+        "retried).",
+        "type": "string",
+    }
+
+
 def test_crd_schema_is_structural_and_documents_our_fields():
-    schema = crds.structural_schema(ChainerJob)
+    schema = crds.structural_schema(crds.SOURCES[0], "v1alpha1")
     spec = schema["properties"]["spec"]["properties"]
     assert spec["worker"]["properties"]["replicas"] == {
         "description": "Number of worker pods. Default: 1.",

@@ -1,15 +1,13 @@
-"""`trainjobs run` of TFJob and PyTorchJob graphs: Indexed Jobs, parameter servers and the
-Kubeflow outcome rules, on this machine.
+"""`trainjobs run` of TFJob and PyTorchJob graphs: a Job (or a StatefulSet) per replica and
+the Kubeflow outcome rules, on this machine.
 
 End-to-end tests run the real command line in a subprocess with pods in network namespaces
-(see tests/test_local_run.py for the harness) and check that nothing is left behind; the
-local cluster plan (pod names, the index the downward API gives, Service names) is tested
-directly.
+(see tests/local/runs.py for the harness) and check that nothing is left behind; the local
+cluster plan (pod names, Service names) is tested directly.
 """
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 from pathlib import Path
@@ -26,27 +24,21 @@ from tests.local.runs import Run, leaks
 
 PYTORCH_EXAMPLE = REPO / "jobs" / "pytorch-mnist.yaml"
 TF_EXAMPLE = REPO / "jobs" / "tf-mnist.yaml"
+SHELL_IMAGE = "trainjobs/tensorflow:2.20.0-cpu"
+"""Any declared image runs shell scripts; this one is the TFJob example's."""
 
 needs_pod_network = pytest.mark.skipif(
     network.netns_available() is not None,
     reason="needs root, iproute2 and util-linux (make system-deps)",
 )
 
-TF_CLUSTER = {
-    "chief": ["tf-mnist-chief-0.tf-mnist.default.svc:2222"],
-    "ps": ["tf-mnist-ps-0.tf-mnist.default.svc:2222"],
-    "worker": [
-        "tf-mnist-worker-0.tf-mnist.default.svc:2222",
-        "tf-mnist-worker-1.tf-mnist.default.svc:2222",
-    ],
-}
-
-
 SIGKILL_SELF = "python3 -c 'import os, signal; os.kill(os.getpid(), signal.SIGKILL)'"
 """As the OOM killer ends a container: exit code 137 (128 + SIGKILL)."""
 
 
-def tf_job(name: str, replicas: dict[str, tuple[int, str]], **run_policy: int) -> dict[str, Any]:
+def tf_job(
+    name: str, replicas: dict[str, tuple[int, str]], restart: str = "ExitCode", **run_policy: int
+) -> dict[str, Any]:
     """A TFJob whose replica types each run a shell script: type -> (replicas, script)."""
     return {
         "apiVersion": "kubeflow.org/v1",
@@ -57,10 +49,15 @@ def tf_job(name: str, replicas: dict[str, tuple[int, str]], **run_policy: int) -
             "tfReplicaSpecs": {
                 kind: {
                     "replicas": count,
+                    "restartPolicy": restart,
                     "template": {
                         "spec": {
                             "containers": [
-                                {"image": "trainjobs/tf-check:1", "command": ["sh", "-c", script]}
+                                {
+                                    "name": "tensorflow",
+                                    "image": SHELL_IMAGE,
+                                    "command": ["sh", "-c", script],
+                                }
                             ]
                         }
                     },
@@ -74,11 +71,6 @@ def tf_job(name: str, replicas: dict[str, tuple[int, str]], **run_policy: int) -
 def write(path: Path, document: dict[str, Any]) -> Path:
     path.write_text(yaml.safe_dump(document), encoding="utf-8")
     return path
-
-
-def printed_tf_configs(run: Run, pod: str) -> list[dict[str, Any]]:
-    prefix = "TF_CONFIG: "
-    return [json.loads(line[len(prefix) :]) for line in run.pod_log(pod) if line.startswith(prefix)]
 
 
 # -- the PyTorchJob example ---------------------------------------------------------------------
@@ -103,7 +95,7 @@ def test_pytorch_example_succeeds_and_exits_0(pytorch_run: Run) -> None:
     )
     assert pytorch_run.lines[-5:-3] == [
         "[trainjobs] === pytorch-mnist: Succeeded (Completed) ===",
-        "[trainjobs] message:  Job pytorch-mnist-master: pod pytorch-mnist-master-0 succeeded",
+        "[trainjobs] message:  Job pytorch-mnist-master-0: pod pytorch-mnist-master-0 succeeded",
     ]
 
 
@@ -141,44 +133,43 @@ def test_tf_example_succeeds_when_the_chief_does(tf_run: Run) -> None:
     assert (summary["outcome"], summary["reason"], summary["message"]) == (
         "Succeeded",
         "Completed",
-        "Job tf-mnist-chief: pod tf-mnist-chief-0 succeeded",
+        "Job tf-mnist-chief-0: pod tf-mnist-chief-0 succeeded",
     )
 
 
+def test_tf_example_trains_with_parameter_servers_to_at_least_90_percent(tf_run: Run) -> None:
+    chief = tf_run.pod_log("tf-mnist-chief-0")
+    accuracy = [line for line in chief if line.startswith("final validation accuracy: ")]
+
+    assert "chief: training with 2 worker(s) and 1 parameter server(s)" in chief
+    assert len(accuracy) == 1
+    assert float(accuracy[0].rpartition(" ")[2]) >= 0.90
+
+
 @pytest.mark.parametrize(
-    ("pod", "task_type", "index"),
+    ("pod", "task"),
     [
-        ("tf-mnist-chief-0", "chief", 0),
-        ("tf-mnist-worker-0", "worker", 0),
-        ("tf-mnist-worker-1", "worker", 1),
-        ("tf-mnist-ps-0", "ps", 0),
+        ("tf-mnist-worker-0", "worker 0"),
+        ("tf-mnist-worker-1", "worker 1"),
+        ("tf-mnist-ps-0", "ps 0"),
     ],
 )
-def test_every_tf_process_printed_the_tf_config_of_its_replica(
-    tf_run: Run, pod: str, task_type: str, index: int
-) -> None:
-    assert printed_tf_configs(tf_run, pod) == [
-        {"cluster": TF_CLUSTER, "task": {"type": task_type, "index": index}, "environment": "cloud"}
-    ]
+def test_tf_servers_serve_the_task_their_tf_config_names(tf_run: Run, pod: str, task: str) -> None:
+    address = f"{pod}.default.svc:2222"
+    assert f"serving {task} at grpc://{address}" in tf_run.pod_log(pod)
 
 
-def test_tf_chief_reaches_every_task_by_its_tf_config_dns_name(tf_run: Run) -> None:
-    assert tf_run.pod_log("tf-mnist-chief-0")[1:] == [
-        "TF_CONFIG verified: chief 0 at tf-mnist-chief-0.tf-mnist.default.svc:2222",
-        "reached all 3 other task(s) at their TF_CONFIG addresses",
-    ]
-
-
-def test_tf_parameter_server_serves_until_the_job_ends_then_stops_on_sigterm(tf_run: Run) -> None:
-    assert tf_run.pod_log("tf-mnist-ps-0")[1:] == [
-        "TF_CONFIG verified: ps 0 at tf-mnist-ps-0.tf-mnist.default.svc:2222",
-        'serving {"index": 0, "type": "ps"} on port 2222',
-        "stopping: SIGTERM",
-    ]
+def test_tf_servers_are_stopped_when_the_chief_succeeds(tf_run: Run) -> None:
     assert (
-        "[trainjobs] stopping the pods of Job tf-mnist-chief, tf-mnist-worker and scaling "
-        "StatefulSet tf-mnist-ps to 0"
+        "[trainjobs] stopping the pods of Job tf-mnist-chief-0, tf-mnist-worker-0, "
+        "tf-mnist-worker-1, tf-mnist-ps-0"
     ) in tf_run.lines
+    assert {name: job["condition"] for name, job in tf_run.summary["jobs"].items()} == {
+        "tf-mnist-chief-0": "Complete",
+        "tf-mnist-worker-0": "Active",
+        "tf-mnist-worker-1": "Active",
+        "tf-mnist-ps-0": "Active",
+    }
 
 
 def test_tf_example_leaves_nothing_behind(tf_run: Run) -> None:
@@ -212,17 +203,17 @@ def test_exit_code_1_in_a_worker_fails_the_whole_job_at_once_without_retry(
         0,
     )
     assert summary["message"] == (
-        "Job permanent-worker: Container tensorflow for pod default/permanent-worker-0 failed "
+        "Job permanent-worker-0: Container tensorflow for pod default/permanent-worker-0 failed "
         "with exit code 1 matching FailJob rule at index 0"
     )
-    assert summary["jobs"]["permanent-worker"] == {
+    assert summary["jobs"]["permanent-worker-0"] == {
         "condition": "Failed",
         "reason": "PodFailurePolicy",
         "attempts": 1,
         "retries": 0,
         "succeededIndexes": [],
     }
-    assert summary["jobs"]["permanent-chief"]["condition"] == "Active"
+    assert summary["jobs"]["permanent-chief-0"]["condition"] == "Active"
     assert run.pod_log("permanent-worker-0") == ["worker failing"]
     assert leaks(run) == []
 
@@ -232,10 +223,11 @@ def test_exit_code_137_is_retried_with_a_new_pod_and_the_job_then_succeeds(
     tmp_path: Path,
 ) -> None:
     marker = tmp_path / "killed-once"
-    # No chief: worker 0 decides (successPolicy); it is SIGKILLed on its first attempt only.
+    # No chief: worker 0 decides; it is SIGKILLed on its first attempt only.
     script = (
-        'case "$TRAINJOBS_REPLICA_INDEX" in\n'
-        f"  0) if mkdir {marker} 2>/dev/null; then echo first attempt; exec {SIGKILL_SELF}; fi\n"
+        'case "$HOSTNAME" in\n'
+        f"  *-worker-0) if mkdir {marker} 2>/dev/null; then echo first attempt; "
+        f"exec {SIGKILL_SELF}; fi\n"
         "     echo second attempt ;;\n"
         "  *) exec sleep 600 ;;\n"
         "esac"
@@ -249,17 +241,17 @@ def test_exit_code_137_is_retried_with_a_new_pod_and_the_job_then_succeeds(
     assert (summary["outcome"], summary["reason"], summary["message"]) == (
         "Succeeded",
         "Completed",
-        "pod flaky-worker-0 succeeded (successPolicy)",
+        "Job flaky-worker-0: pod flaky-worker-0 succeeded",
     )
     assert (
         "[trainjobs] pod flaky-worker-0 failed: container tensorflow exited with code 137; "
         "creating a new pod (restartPolicy Never, retry 1 of backoffLimit 2)"
     ) in run.lines
     assert run.pod_log("flaky-worker-0") == ["first attempt", "second attempt"]
-    assert summary["jobs"]["flaky-worker"] == {
+    assert summary["jobs"]["flaky-worker-0"] == {
         "condition": "Complete",
         "reason": "Completed",
-        "attempts": 3,
+        "attempts": 2,
         "retries": 1,
         "succeededIndexes": [0],
     }
@@ -280,7 +272,7 @@ def test_active_deadline_fails_a_tf_job_whose_chief_never_ends(tmp_path: Path) -
     assert (run.summary["outcome"], run.summary["reason"], run.summary["message"]) == (
         "Failed",
         "DeadlineExceeded",
-        "Job late-chief: Job was active longer than specified deadline (1s), during attempt 1",
+        "Job late-chief-0: Job was active longer than specified deadline (1s), during attempt 1",
     )
     assert "[trainjobs] activeDeadlineSeconds (1s) exceeded: stopping pod late-chief-0" in run.lines
     assert leaks(run) == []
@@ -312,15 +304,37 @@ def test_interrupting_a_tf_job_stops_every_pod_and_cleans_up(tmp_path: Path) -> 
     assert leaks(run) == []
 
 
-def test_indexed_jobs_are_refused_on_the_loopback_network(tmp_path: Path) -> None:
+@needs_pod_network
+def test_restart_policy_never_fails_the_job_on_the_first_failure(tmp_path: Path) -> None:
+    document = tf_job(
+        "once",
+        {"Chief": (1, "exec sleep 600"), "Worker": (1, f"exec {SIGKILL_SELF}")},
+        restart="Never",
+    )
+
+    run = Run(write(tmp_path / "job.yaml", document), tmp_path / "run")
+
+    assert run.exit_code == 1
+    assert (run.summary["outcome"], run.summary["reason"], run.summary["message"]) == (
+        "Failed",
+        "BackoffLimitExceeded",
+        "Job once-worker-0: Job has reached the specified backoff limit (0): pod once-worker-0 "
+        "failed 1 time(s); last: container tensorflow exited with code 137",
+    )
+    assert leaks(run) == []
+
+
+def test_replicas_reached_by_their_service_names_are_refused_on_the_loopback_network(
+    tmp_path: Path,
+) -> None:
     run = Run(TF_EXAMPLE, tmp_path / "run", "--network", "loopback")
 
     assert run.exit_code == 2
     assert run.stderr == (
-        "error: Job/tf-mnist-chief is an Indexed Job: its pods reach each other by their DNS "
-        "names (TF_CONFIG, MASTER_ADDR) and need hostnames of their own, which only pod network "
-        "namespaces give, and they are not used here (--network loopback was asked for); run it "
-        "as root with iproute2 and util-linux (make system-deps)\n"
+        "error: pod tf-mnist-chief-0 is reached by its Service's DNS name (TF_CONFIG, "
+        "MASTER_ADDR), which needs an address of its own, which only pod network namespaces "
+        "give, and they are not used here (--network loopback was asked for); run it as root "
+        "with iproute2 and util-linux (make system-deps)\n"
     )
     assert not (tmp_path / "run").exists()
 
@@ -328,60 +342,52 @@ def test_indexed_jobs_are_refused_on_the_loopback_network(tmp_path: Path) -> Non
 # -- the local cluster plan -------------------------------------------------------------------
 
 
-def test_each_index_of_an_indexed_job_is_a_pod_named_and_labelled_as_the_job_controller_does() -> (
-    None
-):
+def test_each_replica_is_one_pod_named_after_its_job_and_resolved_by_its_service() -> None:
     job = load_job(TF_EXAMPLE)
-    plan = plan_cluster(job.graph, job.completion_job)
+    plan = plan_cluster(job.graph, job.success_jobs)
 
-    assert [
-        (pod.name, pod.hostname, pod.subdomain, pod.owner, pod.restart_policy) for pod in plan.pods
-    ] == [
-        ("tf-mnist-chief-0", "tf-mnist-chief-0", "tf-mnist", "Job/tf-mnist-chief", "Never"),
-        ("tf-mnist-worker-0", "tf-mnist-worker-0", "tf-mnist", "Job/tf-mnist-worker", "Never"),
-        ("tf-mnist-worker-1", "tf-mnist-worker-1", "tf-mnist", "Job/tf-mnist-worker", "Never"),
-        ("tf-mnist-ps-0", "tf-mnist-ps-0", "tf-mnist", "StatefulSet/tf-mnist-ps", "Always"),
+    assert [(pod.name, pod.owner, pod.restart_policy, pod.service_names) for pod in plan.pods] == [
+        ("tf-mnist-chief-0", "Job/tf-mnist-chief-0", "OnFailure", ("tf-mnist-chief-0",)),
+        ("tf-mnist-worker-0", "Job/tf-mnist-worker-0", "OnFailure", ("tf-mnist-worker-0",)),
+        ("tf-mnist-worker-1", "Job/tf-mnist-worker-1", "OnFailure", ("tf-mnist-worker-1",)),
+        ("tf-mnist-ps-0", "Job/tf-mnist-ps-0", "OnFailure", ("tf-mnist-ps-0",)),
     ]
-    worker = plan.pods[2]
-    assert worker.annotations["batch.kubernetes.io/job-completion-index"] == "1"
-    assert worker.labels["batch.kubernetes.io/job-completion-index"] == "1"
-    assert worker.controller_env == {"JOB_COMPLETION_INDEX": "1"}
-    assert plan.pods[3].labels["apps.kubernetes.io/pod-index"] == "0"
 
 
-def test_the_completion_job_comes_first_with_its_exit_code_rules() -> None:
-    job = load_job(TF_EXAMPLE)
-    plan = plan_cluster(job.graph, job.completion_job)
+def test_the_jobs_that_decide_come_first_with_their_exit_code_rules() -> None:
+    job = parse_job(tf_job("rules", {"Chief": (1, "true"), "Worker": (1, "true")}), "test")
+    plan = plan_cluster(job.graph, job.success_jobs)
     chief = plan.jobs[0]
     rule = chief.exit_code_rules[0]
 
-    assert [job_plan.name for job_plan in plan.jobs] == ["tf-mnist-chief", "tf-mnist-worker"]
-    assert (chief.indexed, chief.backoff_limit, chief.active_deadline_seconds) == (True, 2, 3600)
+    assert [job_plan.name for job_plan in plan.jobs] == ["rules-chief-0", "rules-worker-0"]
     assert (rule.action, rule.container, rule.operator) == ("FailJob", "tensorflow", "In")
     assert (rule.matches("tensorflow", 1), rule.matches("tensorflow", 127)) == (True, True)
     assert (rule.matches("tensorflow", 137), rule.matches("sidecar", 1)) == (False, False)
 
 
-def test_a_worker_job_that_decides_completes_on_its_success_policy_indexes() -> None:
-    document = tf_job("workers", {"Worker": (3, "true")})
+def test_an_always_replica_is_a_long_running_statefulset_pod() -> None:
+    document = tf_job("serve", {"Chief": (1, "true"), "PS": (1, "exec sleep 600")})
+    document["spec"]["tfReplicaSpecs"]["PS"]["restartPolicy"] = "Always"
     job = parse_job(document, "test")
-
-    assert plan_cluster(job.graph, job.completion_job).jobs[0].succeeded_indexes == {0}
+    plan = plan_cluster(job.graph, job.success_jobs)
+    assert [(pod.name, pod.owner) for pod in plan.workers] == [
+        ("serve-ps-0-0", "StatefulSet/serve-ps-0")
+    ]
 
 
 def test_the_pytorch_master_service_name_resolves_to_the_master_pod_alone() -> None:
     job = load_job(PYTORCH_EXAMPLE)
-    plan = plan_cluster(job.graph, job.completion_job)
+    plan = plan_cluster(job.graph, job.success_jobs)
     hosts = network.LoopbackNetwork(
         [(pod.name, pod.hostname, pod.subdomain, pod.service_names) for pod in plan.pods]
     ).hosts
 
-    assert [pod.service_names for pod in plan.pods] == [("pytorch-mnist-master-0",), ()]
+    assert [pod.service_names for pod in plan.pods] == [
+        ("pytorch-mnist-master-0",),
+        ("pytorch-mnist-worker-0",),
+    ]
     assert hosts[0].dns_names("default") == [
-        "pytorch-mnist-master-0.pytorch-mnist.default.svc.cluster.local",
-        "pytorch-mnist-master-0.pytorch-mnist.default.svc",
-        "pytorch-mnist-master-0.pytorch-mnist.default",
-        "pytorch-mnist-master-0.pytorch-mnist",
         "pytorch-mnist-master-0",
         "pytorch-mnist-master-0.default.svc.cluster.local",
         "pytorch-mnist-master-0.default.svc",

@@ -334,8 +334,9 @@ def test_an_image_whose_pinned_package_is_not_installed_is_refused(
     job = write_job(tmp_path / "job.yaml", SINGLE, old_numpy)
     assert main(["run", str(job), "--run-dir", str(tmp_path / "run")]) == 2
     assert capsys.readouterr().err == (
-        "error: image example.com/old-numpy:1 needs numpy==1.22.4 in the Python that runs local "
-        f"pods ({sys.executable}), which has 1.23.5: run `make setup`\n"
+        "error: image example.com/old-numpy:1 needs numpy==1.22.4 in the Python that runs its "
+        f"containers locally ({Path(sys.executable).parent}), which has 1.23.5: run "
+        "`make setup`\n"
     )
     assert not (tmp_path / "run").exists()
 
@@ -364,14 +365,22 @@ def test_every_declared_image_file_exists_in_the_repository() -> None:
 
 
 def test_declared_python_packages_are_pinned_identically_in_requirements() -> None:
+    files = {None: "requirements.txt", ".venv-tensorflow": "requirements-tensorflow.txt"}
     pins = {
-        line.split()[0]
-        for line in (REPO / "requirements.txt").read_text(encoding="utf-8").splitlines()
-        if "==" in line and not line.startswith("#")
+        environment: {
+            line.split()[0]
+            for line in (REPO / name).read_text(encoding="utf-8").splitlines()
+            if "==" in line and not line.startswith("#")
+        }
+        for environment, name in files.items()
     }
-    declared = {pin for image in catalogue.IMAGES.values() for pin in image.python_packages}
-
-    assert declared - pins == set()
+    missing = {
+        f"{image.reference}: {pin}"
+        for image in catalogue.IMAGES.values()
+        for pin in image.python_packages
+        if pin not in pins[image.local_environment]
+    }
+    assert missing == set()
 
 
 def test_image_declarations_reject_loose_python_requirements() -> None:
@@ -442,12 +451,12 @@ def test_master_backoff_limit_defaults_to_kubernetes_six() -> None:
     del document["spec"]["master"]["backoffLimit"]
     job = parse_job(document, "test")
 
-    assert plan_cluster(job.graph, job.completion_job).backoff_limit == 6
+    assert plan_cluster(job.graph, job.success_jobs).backoff_limit == 6
 
 
 def test_local_pods_are_the_master_then_each_statefulset_replica() -> None:
     job = load_job(DISTRIBUTED)
-    plan = plan_cluster(job.graph, job.completion_job)
+    plan = plan_cluster(job.graph, job.success_jobs)
 
     assert [(pod.name, pod.subdomain, pod.restart_policy) for pod in plan.pods] == [
         ("chainermn-mnist-master", "chainermn-mnist", "Never"),

@@ -19,10 +19,10 @@ from components.kinds.chainer.spec import KIND, ChainerJobPlan, WorkerGroup
 ASSETS_VOLUME = "trainjobs-assets"
 KUBECTL_VOLUME = "trainjobs-kubectl"
 
-# Workers are exec targets: they sleep until told to stop, and exit 0 on SIGTERM at once
-# (a plain `sleep` as PID 1 would ignore SIGTERM and wait out the grace period). The trap
-# also ends the background sleep, which would otherwise outlive the shell wherever the pod
-# has no PID namespace of its own to take it down.
+# Workers that give no command of their own are exec targets (KEP-141): they sleep until told
+# to stop, and exit 0 on SIGTERM at once (a plain `sleep` as PID 1 would ignore SIGTERM and
+# wait out the grace period). The trap also ends the background sleep, which would otherwise
+# outlive the shell wherever the pod has no PID namespace of its own to take it down.
 WORKER_COMMAND = [
     "sh",
     "-c",
@@ -177,9 +177,12 @@ def _worker_statefulset(
     pod = template["spec"]
     # Workers never call the API server; don't hand them a token.
     pod["automountServiceAccountToken"] = False
+    # A StatefulSet allows only Always (the spec may say otherwise: see the spec's warning).
+    if "restartPolicy" in pod:
+        pod["restartPolicy"] = "Always"
     container = main_container(template, group.container)
-    container["command"] = list(WORKER_COMMAND)
-    container.pop("args", None)
+    if "command" not in container and "args" not in container:
+        container["command"] = list(WORKER_COMMAND)
     with_env(container, MPI_ENV)
     return {
         "apiVersion": "apps/v1",

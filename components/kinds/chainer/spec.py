@@ -8,7 +8,9 @@ Two shapes are accepted so real-world specs run unchanged:
 
 Both are normalised into :class:`WorkerGroup` values, so the graph builders see one shape.
 Kubernetes PodTemplates pass through untouched apart from the documented defaults
-(a single unnamed container is named ``chainer``).
+(a single unnamed container is named ``chainer``). Workers keep their own command; a worker
+that gives none runs the sleep loop KEP-141 describes (it is an exec target). Fields the
+schema does not know are warnings, as chainer-operator's API server stored and ignored them.
 """
 
 from __future__ import annotations
@@ -21,16 +23,17 @@ from pydantic import Field, ValidationError, field_validator
 
 from components.core.documents import load_file
 from components.core.errors import Problem, SpecError
-from components.core.models import ObjectMeta, OwnModel, problem_from_pydantic
+from components.core.models import ObjectMeta, problem_from_pydantic
 from components.core.names import DNS1123_LABEL, JobNames, check_name_limits
 from components.core.pod_template import GPU_RESOURCE, PodTemplate, check_pod_template
+from components.core.spec_model import SpecModel, unknown_fields
 
 API_VERSION = "kubeflow.org/v1alpha1"
 KIND = "ChainerJob"
 DEFAULT_CONTAINER_NAME = "chainer"
 
 
-class MpiConfig(OwnModel):
+class MpiConfig(SpecModel):
     """Open MPI settings for one replica group."""
 
     slots: int | None = Field(
@@ -47,7 +50,7 @@ _TEMPLATE_DESCRIPTION = (
 )
 
 
-class MasterSpec(OwnModel):
+class MasterSpec(SpecModel):
     """The master: a batch/v1 Job whose pod runs mpiexec (rank 0 lives here)."""
 
     replicas: int | None = Field(
@@ -75,7 +78,7 @@ class MasterSpec(OwnModel):
         return value
 
 
-class WorkerSpec(OwnModel):
+class WorkerSpec(SpecModel):
     """A set of identical worker pods (an apps/v1 StatefulSet of MPI exec targets)."""
 
     replicas: int = Field(default=1, gt=0, description="Number of worker pods. Default: 1.")
@@ -83,7 +86,7 @@ class WorkerSpec(OwnModel):
     template: PodTemplate = Field(description=_TEMPLATE_DESCRIPTION)
 
 
-class ChainerJobSpec(OwnModel):
+class ChainerJobSpec(SpecModel):
     """What to run: one master and zero or more workers, wired together by Open MPI."""
 
     backend: str = Field(
@@ -109,7 +112,7 @@ class ChainerJobSpec(OwnModel):
         return value
 
 
-class ChainerJob(OwnModel):
+class ChainerJob(SpecModel):
     """A kubeflow.org/v1alpha1 ChainerJob."""
 
     api_version: str = Field(alias="apiVersion")
@@ -167,6 +170,7 @@ class ChainerJobPlan:
     labels: dict[str, str]
     master: Master
     workers: list[WorkerGroup]
+    warnings: list[Problem]
 
     @property
     def worker_pods(self) -> list[str]:
@@ -180,9 +184,15 @@ def parse(document: dict[str, Any], source: str, namespace: str = "default") -> 
     except ValidationError as error:
         raise SpecError(source, [problem_from_pydantic(e) for e in error.errors()]) from None
     problems: list[Problem] = []
-    plan = _plan(job, namespace, problems)
+    warnings = unknown_fields(job.spec, "spec", f"{KIND} {API_VERSION}")
+    warnings += [
+        Problem(key, "not a field of a Kubernetes object: it has no effect here")
+        for key in job.model_extra or {}
+        if key != "status"
+    ]
+    plan = _plan(job, namespace, problems, warnings)
     if problems:
-        raise SpecError(source, problems)
+        raise SpecError(source, problems, warnings)
     assert plan is not None
     return plan
 
@@ -192,7 +202,7 @@ def load(path: str | Path, namespace: str = "default") -> ChainerJobPlan:
 
 
 def _plan(
-    job: ChainerJob, default_namespace: str, problems: list[Problem]
+    job: ChainerJob, default_namespace: str, problems: list[Problem], warnings: list[Problem]
 ) -> ChainerJobPlan | None:
     names = JobNames(job.metadata.name)
     spec = job.spec
@@ -226,11 +236,12 @@ def _plan(
         )
         restart = template.get("spec", {}).get("restartPolicy")
         if restart not in (None, "Always"):
-            problems.append(
+            warnings.append(
                 Problem(
                     f"{path}.template.spec.restartPolicy",
-                    f"workers run in a StatefulSet, which requires 'Always' (got {restart!r}); "
-                    "remove the field",
+                    f"{restart!r} runs as 'Always': workers are a StatefulSet, which restarts "
+                    "them whatever their exit code, and they keep running until the master "
+                    "ends",
                 )
             )
         slots = _slots(worker.mpi_config, template, container, f"{path}.template", problems)
@@ -261,6 +272,7 @@ def _plan(
             active_deadline_seconds=spec.master.active_deadline_seconds,
         ),
         workers=workers,
+        warnings=warnings,
     )
 
 

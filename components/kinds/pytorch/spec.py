@@ -1,156 +1,472 @@
-"""PyTorchJob spec models (the proposal's v1alpha1 and Kubeflow v1) and their validation.
+"""PyTorchJob spec models of every released version, read as that version's operator ran them.
 
-Every process gets the environment torch.distributed's `env://` initialisation reads:
-MASTER_ADDR (the master's own headless Service, `<job>-master-0`), MASTER_PORT (default
-23456), WORLD_SIZE (master + workers), RANK (master 0, workers 1..n) and PYTHONUNBUFFERED=1.
+- ``v1alpha1``: a ``replicaSpecs`` list (``replicaType``, the proposal's ``ReplicaType``,
+  MASTER or WORKER); the pod template's restartPolicy; a MASTER is required;
+- ``v1alpha2``, ``v1beta1``: a ``pytorchReplicaSpecs`` map, keys exactly Master and Worker;
+  the replica's restartPolicy (default OnFailure); ``cleanPodPolicy``,
+  ``ttlSecondsAfterFinished``; a Master is required;
+- ``v1beta2``: the same plus ``activeDeadlineSeconds`` and ``backoffLimit``;
+- ``v1``: ``runPolicy`` (or its fields at the top of ``spec``, where pytorch-operator read
+  them), ``elasticPolicy`` and ``nprocPerNode``; the Master is optional (torchrun jobs).
+
+Sources: pytorch-operator v0.3.0-v0.7.0 and training-operator v1.3-v1.9 at their release
+tags (``pkg/apis/pytorch``, ``pkg/controller.v1/pytorch``, the 1.8+ webhook).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import Field, SkipValidation
 
 from components.core.errors import Problem, SpecError
-from components.core.models import ObjectMeta, OwnModel
-from components.core.pod_template import PodTemplate
+from components.core.graph import GraphOptions, Manifest
+from components.core.job_document import read_envelope, validate_section
 from components.core.replica_spec import (
+    ReplicaGroup,
     ReplicaJobPlan,
-    ReplicaSpecV1,
+    ReplicaSpec,
+    ReplicaSpecBeforeV1,
+    Restart,
     RunPolicy,
+    Success,
     check_names,
-    require_commands,
-    v1_groups,
-    v1alpha1_groups,
-    validate,
+    check_replicas,
+    check_restart_policy,
+    check_run_policy,
+    deciding_restart,
+    env_override_warnings,
+    replica_group,
+    restart_for,
+    run_settings,
+    template_restart_warning,
+    v1alpha1_restart,
 )
-from components.kinds.pytorch.env import BOOTSTRAP_SCRIPT
+from components.core.spec_model import SpecModel, unknown_fields
+from components.kinds.pytorch.env import Elastic, legacy_env, v1_env
+from components.kinds.tensorflow.tf_config import cluster_spec, tf_config
 
 KIND = "PyTorchJob"
+VERSIONS = ("v1alpha1", "v1alpha2", "v1beta1", "v1beta2", "v1")
 DEFAULT_PORT = 23456
 PORT_NAME = "pytorchjob-port"
 DEFAULT_CONTAINER = "pytorch"
-BACKENDS = ("gloo", "nccl", "mpi")
-V1_TYPES = {"Master": "master", "Worker": "worker"}
-V1ALPHA1_TYPES = {"MASTER": "master", "WORKER": "worker"}
+REPLICA_TYPES = ("Master", "Worker")
+V1ALPHA1_TYPES = ("MASTER", "WORKER")
+RDZV_BACKENDS = ("c10d", "etcd", "etcd-v2")
 
 
-class PyTorchReplicaSpecV1Alpha1(OwnModel):
-    """One entry of the proposal's `replicaSpecs` list."""
+class PyTorchReplicaSpecV1Alpha1(SpecModel):
+    """One entry of ``v1alpha1``'s ``replicaSpecs`` list."""
 
-    replicas: int = Field(default=1, gt=0, description="Number of pods. Default: 1.")
-    replica_type: str = Field(alias="ReplicaType", description="MASTER or WORKER.")
-    template: PodTemplate = Field(description="A Kubernetes PodTemplateSpec, passed through.")
-
-    @field_validator("replica_type")
-    @classmethod
-    def _known_type(cls, value: str) -> str:
-        if value not in V1ALPHA1_TYPES:
-            raise ValueError(f"unknown replica type {value!r}; use MASTER or WORKER")
-        return value
-
-
-class PyTorchJobSpecV1Alpha1(OwnModel):
-    backend: str = Field(default="gloo", description="gloo, nccl or mpi. Default: gloo.")
-    master_port: int = Field(default=DEFAULT_PORT, ge=1, le=65535, description="Default: 23456.")
-    replica_specs: list[PyTorchReplicaSpecV1Alpha1] = Field(min_length=1)
-
-    @field_validator("backend")
-    @classmethod
-    def _known_backend(cls, value: str) -> str:
-        if value not in BACKENDS:
-            raise ValueError(f"unknown backend {value!r}; use one of {', '.join(BACKENDS)}")
-        return value
+    case_insensitive = True
+    replicas: int | None = None
+    """Number of pods. Default: 1."""
+    template: dict[str, Any] | None = None
+    """The pods' template."""
+    master_port: int | None = None
+    """The port MASTER_PORT names. Default: 23456."""
+    replica_type: str | None = None
+    """MASTER or WORKER (the proposal spelled the key ReplicaType). Default: MASTER."""
 
 
-class PyTorchJobSpecV1(OwnModel):
-    pytorch_replica_specs: dict[str, ReplicaSpecV1] = Field(min_length=1)
-    run_policy: RunPolicy = Field(default_factory=RunPolicy)
-
-    @field_validator("pytorch_replica_specs")
-    @classmethod
-    def _known_types(cls, value: dict[str, ReplicaSpecV1]) -> dict[str, ReplicaSpecV1]:
-        unknown = [key for key in value if key not in V1_TYPES]
-        if unknown:
-            raise ValueError(f"unknown replica type {unknown[0]!r}; use Master or Worker")
-        return value
+class MasterPolicyV1Alpha1(SpecModel):
+    case_insensitive = True
+    replica_name: str | None = None
+    replica_rank: int | None = None
 
 
-class PyTorchJobV1Alpha1(OwnModel):
-    api_version: Literal["kubeflow.org/v1alpha1"] = Field(alias="apiVersion")
-    kind: Literal["PyTorchJob"]
-    metadata: ObjectMeta
-    spec: PyTorchJobSpecV1Alpha1
+class TerminationPolicyV1Alpha1(SpecModel):
+    case_insensitive = True
+    master: MasterPolicyV1Alpha1 | None = None
 
 
-class PyTorchJobV1(OwnModel):
-    api_version: Literal["kubeflow.org/v1"] = Field(alias="apiVersion")
-    kind: Literal["PyTorchJob"]
-    metadata: ObjectMeta
-    spec: PyTorchJobSpecV1
+class PyTorchJobSpecV1Alpha1(SpecModel):
+    case_insensitive = True
+    # Validated entry by entry, so that every entry's problems are reported at once.
+    replica_specs: list[SkipValidation[PyTorchReplicaSpecV1Alpha1]] = Field(default_factory=list)
+    """The replicas: one entry per type."""
+    pytorch_image: str | None = None
+    """Set by the v1alpha1 operator's defaulting; ignored."""
+    termination_policy: TerminationPolicyV1Alpha1 | None = None
+    """Which replica's end ends the job: the MASTER."""
+    scheduler_name: str | None = None
+    """The scheduler of every pod."""
+    runtime_id: str | None = Field(default=None, alias="RuntimeId")
+    """Set by the v1alpha1 operator; ignored."""
+    backend: str | None = None
+    """The proposal's backend (gloo, nccl, mpi, tcp...): the operator ignored it."""
+    master_port: int | None = None
+    """The proposal's job-wide master port; each entry's masterPort wins."""
 
 
-MODELS: dict[str, type[BaseModel]] = {
-    "kubeflow.org/v1alpha1": PyTorchJobV1Alpha1,
-    "kubeflow.org/v1": PyTorchJobV1,
+class PyTorchJobSpecV1Alpha2(SpecModel):
+    case_insensitive = True
+    clean_pod_policy: str | None = None
+    """What happens to pods when the job ends: None (default), Running or All."""
+    ttl_seconds_after_finished: int | None = None
+    """Seconds after the job ends before its objects are removed."""
+    pytorch_replica_specs: dict[str, SkipValidation[ReplicaSpecBeforeV1]] = Field(
+        default_factory=dict
+    )
+    """Master and Worker -> their replicas."""
+
+
+class PyTorchJobSpecV1Beta2(PyTorchJobSpecV1Alpha2):
+    active_deadline_seconds: int | None = None
+    """Wall-clock limit of the job; on expiry it fails."""
+    backoff_limit: int | None = None
+    """Retries of a replica before the job fails."""
+
+
+class RdzvConf(SpecModel):
+    key: str
+    value: str
+
+
+class ElasticPolicy(SpecModel):
+    """torchrun's elastic launch: a rendezvous of min to max nodes."""
+
+    min_replicas: int | None = None
+    """Fewest nodes the rendezvous accepts. Default: maxReplicas, else the Worker count."""
+    max_replicas: int | None = None
+    """Most nodes. Default: minReplicas, else the Worker count."""
+    rdzv_backend: str | None = None
+    """c10d (default), etcd or etcd-v2."""
+    rdzv_port: int | None = None
+    """Default: the Worker's pytorchjob-port (23456)."""
+    rdzv_host: str | None = None
+    """Default: <job>-worker-0."""
+    rdzv_id: str | None = None
+    """The rendezvous id. Default: torchrun's."""
+    rdzv_conf: list[RdzvConf] | None = None
+    """Extra rendezvous settings (key=value)."""
+    standalone: bool | None = None
+    """torchrun --standalone."""
+    n_proc_per_node: int | None = Field(default=None, alias="nProcPerNode")
+    """Deprecated: spec.nprocPerNode."""
+    max_restarts: int | None = None
+    """Restarts of the worker group torchrun allows."""
+    metrics: list[dict[str, Any]] | None = None
+    """HorizontalPodAutoscaler metrics (autoscaling/v2)."""
+
+
+class PyTorchJobSpecV1(SpecModel):
+    run_policy: RunPolicy | None = None
+    """Run-wide policies (training-operator 1.3+)."""
+    # pytorch-operator (Kubeflow 1.0-1.3) read these at the top of spec; training-operator in
+    # runPolicy.
+    clean_pod_policy: str | None = None
+    """Early v1: runPolicy.cleanPodPolicy."""
+    ttl_seconds_after_finished: int | None = None
+    """Early v1: runPolicy.ttlSecondsAfterFinished."""
+    active_deadline_seconds: int | None = None
+    """Early v1: runPolicy.activeDeadlineSeconds."""
+    backoff_limit: int | None = None
+    """Early v1: runPolicy.backoffLimit."""
+    elastic_policy: ElasticPolicy | None = None
+    """torchrun's elastic launch (Workers only)."""
+    nproc_per_node: str | None = None
+    """Processes per node: a number, auto (default), cpu or gpu."""
+    pytorch_replica_specs: dict[str, SkipValidation[ReplicaSpec]] = Field(default_factory=dict)
+    """Master and Worker -> their replicas."""
+
+
+SPEC_MODELS: dict[str, type[SpecModel]] = {
+    "v1alpha1": PyTorchJobSpecV1Alpha1,
+    "v1alpha2": PyTorchJobSpecV1Alpha2,
+    "v1beta1": PyTorchJobSpecV1Alpha2,
+    "v1beta2": PyTorchJobSpecV1Beta2,
+    "v1": PyTorchJobSpecV1,
 }
 
 
-def parse(document: dict[str, Any], source: str, namespace: str = "default") -> ReplicaJobPlan:
-    job = validate(document, source, KIND, MODELS)
+def parse(
+    document: dict[str, Any], source: str, namespace: str, options: GraphOptions
+) -> ReplicaJobPlan:
     problems: list[Problem] = []
-    name = job.metadata.name
-    backoff_limit = deadline = None
-    port = DEFAULT_PORT
-    if isinstance(job, PyTorchJobV1):
-        specs = job.spec.pytorch_replica_specs
-        groups = v1_groups(
-            name, specs, "pytorchReplicaSpecs", V1_TYPES, DEFAULT_CONTAINER, problems
-        )
-        backoff_limit = job.spec.run_policy.backoff_limit
-        deadline = job.spec.run_policy.active_deadline_seconds
-        master_path = "spec.pytorchReplicaSpecs.Master"  # the missing key
+    warnings: list[Problem] = []
+    envelope = read_envelope(document, KIND, VERSIONS, problems, warnings)
+    if envelope is None:
+        raise SpecError(source, problems, warnings)
+    version = envelope.version
+    spec = validate_section(SPEC_MODELS[version], envelope.spec, "spec", problems)
+    if spec is None:
+        raise SpecError(source, problems, warnings)
+    warnings += unknown_fields(spec, "spec", f"{KIND} kubeflow.org/{version}")
+    job = envelope.name
+    namespace = envelope.namespace or namespace
+    if isinstance(spec, PyTorchJobSpecV1Alpha1):
+        plan = _v1alpha1(spec, job, problems, warnings)
     else:
-        assert isinstance(job, PyTorchJobV1Alpha1)
-        port = job.spec.master_port
-        entries = [(r.replica_type, r.replicas, r.template) for r in job.spec.replica_specs]
-        groups = v1alpha1_groups(
-            name, entries, "ReplicaType", V1ALPHA1_TYPES, DEFAULT_CONTAINER, problems
-        )
-        master_path = "spec.replicaSpecs"
-    masters = [g for g in groups if g.type == "master"]
-    if not masters:
-        problems.append(Problem(master_path, "a PyTorchJob needs exactly one MASTER replica"))
-    elif masters[0].replicas != 1:
-        problems.append(
-            Problem(
-                f"{masters[0].source_path}.replicas",
-                f"must be 1 for the master (got {masters[0].replicas}); add workers instead",
-            )
-        )
-    require_commands(groups, problems, "RANK")
-    master_service = f"{name}-master-0"
-    problems += check_names(name, groups, [master_service])
+        plan = _map_versions(spec, version, job, problems, warnings)
+    if plan is None or problems:
+        raise SpecError(source, problems, warnings)
+    problems += check_names(job, plan["groups"])
+    warnings += env_override_warnings(plan["groups"], plan["env"], plan["env_target"])
     if problems:
-        raise SpecError(source, problems)
-    world_size = sum(g.replicas for g in groups)
-    static = [
-        {"name": "MASTER_ADDR", "value": master_service},
-        {"name": "MASTER_PORT", "value": str(port)},
-        {"name": "WORLD_SIZE", "value": str(world_size)},
-        {"name": "PYTHONUNBUFFERED", "value": "1"},
-    ]
+        raise SpecError(source, problems, warnings)
     return ReplicaJobPlan(
         kind=KIND,
-        job=name,
-        namespace=job.metadata.namespace or namespace,
-        labels=dict(job.metadata.labels),
-        groups=groups,
-        port=port,
-        port_name=PORT_NAME,
-        backoff_limit=backoff_limit,
-        active_deadline_seconds=deadline,
-        bootstrap=BOOTSTRAP_SCRIPT,
-        static_env={g.type: static for g in groups},
-        master_service=master_service,
+        api_version=f"kubeflow.org/{version}",
+        job=job,
+        namespace=namespace,
+        labels=envelope.labels,
+        warnings=warnings,
+        **plan,
     )
+
+
+# --- v1alpha2, v1beta1, v1beta2, v1 -----------------------------------------------------------
+
+
+def _map_versions(
+    spec: SpecModel,
+    version: str,
+    job: str,
+    problems: list[Problem],
+    warnings: list[Problem],
+) -> dict[str, Any] | None:
+    run = run_settings(spec, "None", problems)
+    replica_specs: dict[str, Any] = spec.pytorch_replica_specs
+    if not replica_specs:
+        problems.append(Problem("spec.pytorchReplicaSpecs", "required: a Master and/or Workers"))
+        return None
+    model = ReplicaSpec if version == "v1" else ReplicaSpecBeforeV1
+    groups: dict[str, ReplicaGroup] = {}
+    for key, raw in replica_specs.items():
+        path = f"spec.pytorchReplicaSpecs.{key}"
+        if key not in REPLICA_TYPES:
+            # Every operator but training-operator 1.3-1.5 refuses other spellings.
+            close = next((t for t in REPLICA_TYPES if t.lower() == str(key).lower()), None)
+            fix = f"write {close!r}" if close else "use Master or Worker"
+            problems.append(Problem(path, f"{key!r} is not a PyTorchJob replica type: {fix}"))
+            continue
+        replica = validate_section(model, raw, path, problems)
+        if replica is None:
+            continue
+        warnings += unknown_fields(replica, path, f"{KIND} kubeflow.org/{version}")
+        policy = check_restart_policy(
+            replica.restart_policy, "OnFailure", f"{path}.restartPolicy", problems
+        )
+        replicas = check_replicas(replica.replicas, f"{path}.replicas", problems)
+        if key == "Master" and replicas != 1:
+            problems.append(
+                Problem(f"{path}.replicas", f"must be 1 (got {replicas}); add Workers instead")
+            )
+        groups[key.lower()] = replica_group(
+            replica_type=key.lower(),
+            replicas=replicas,
+            template=replica.template,
+            restart=restart_for(policy, run.backoff_limit),
+            source_path=path,
+            default_container=DEFAULT_CONTAINER,
+            port_name=PORT_NAME,
+            default_port=DEFAULT_PORT,
+            problems=problems,
+            warnings=warnings,
+        )
+    warnings += [w for g in groups.values() if (w := template_restart_warning(g)) is not None]
+    elastic_policy = getattr(spec, "elastic_policy", None)
+    master, workers = groups.get("master"), groups.get("worker")
+    if master is None and version != "v1" and "Master" not in replica_specs:
+        problems.append(
+            Problem("spec.pytorchReplicaSpecs.Master", f"required in {version}: add a Master")
+        )
+    if elastic_policy is not None and "Worker" not in replica_specs:
+        problems.append(
+            Problem(
+                "spec.pytorchReplicaSpecs.Worker",
+                "required with elasticPolicy: torchrun's rendezvous runs on the Workers",
+            )
+        )
+    if master is None and workers is None and not problems:
+        problems.append(Problem("spec.pytorchReplicaSpecs", "required: a Master and/or Workers"))
+    nproc = getattr(spec, "nproc_per_node", None)
+    if elastic_policy is not None and elastic_policy.n_proc_per_node is not None:
+        if nproc is not None:
+            problems.append(
+                Problem(
+                    "spec.elasticPolicy.nProcPerNode",
+                    "must not be used with spec.nprocPerNode: keep spec.nprocPerNode",
+                )
+            )
+        else:
+            warnings.append(
+                Problem(
+                    "spec.elasticPolicy.nProcPerNode",
+                    "deprecated since training-operator 1.7: use spec.nprocPerNode",
+                )
+            )
+    elastic = _elastic(elastic_policy, job, workers, problems) if elastic_policy else None
+    if problems:
+        return None
+    ordered = [g for g in (master, workers) if g is not None]
+    total = sum(g.replicas for g in ordered)
+    env: dict[tuple[str, int], list[Manifest]] = {}
+    for group in ordered:
+        for index in range(group.replicas):
+            rank = index if group.type == "master" else index + 1
+            if version == "v1":
+                if nproc is None and (
+                    elastic_policy is None or elastic_policy.n_proc_per_node is None
+                ):
+                    nproc = "auto"
+                env[(group.type, index)] = v1_env(
+                    job=job,
+                    rank=rank if master is not None else None,
+                    master_port=master.port if master is not None else None,
+                    total_replicas=total,
+                    nproc_per_node=nproc,
+                    elastic=elastic,
+                )
+            else:
+                assert master is not None
+                env[(group.type, index)] = legacy_env(
+                    rank=rank,
+                    master_addr="localhost" if group.type == "master" else f"{job}-master-0",
+                    master_port=master.port,
+                    world_size=total,
+                )
+    if master is not None:
+        success = Success("master", (0,))
+    else:
+        assert workers is not None
+        # Without a Master: every Worker must succeed; an elastic job ends when torchrun's
+        # group does, which any Worker succeeding shows (training-operator 1.7+).
+        success = Success("worker", tuple(range(workers.replicas)), any=elastic is not None)
+    ordered = [deciding_restart(group, success, warnings) for group in ordered]
+    return {"groups": ordered, "run": run, "success": success, "env": env, "env_target": "all"}
+
+
+def _elastic(
+    policy: ElasticPolicy, job: str, workers: ReplicaGroup | None, problems: list[Problem]
+) -> Elastic | None:
+    """The operator's defaulting: min and max from each other, else from the Worker count."""
+    backend = policy.rdzv_backend or "c10d"
+    if backend not in RDZV_BACKENDS:
+        problems.append(
+            Problem(
+                "spec.elasticPolicy.rdzvBackend",
+                f"must be one of {', '.join(RDZV_BACKENDS)} (got {backend!r}), the "
+                "rendezvous backends torchrun knows",
+            )
+        )
+    if workers is None:
+        return None
+    low = policy.min_replicas if policy.min_replicas is not None else policy.max_replicas
+    high = policy.max_replicas if policy.max_replicas is not None else policy.min_replicas
+    low = workers.replicas if low is None else low
+    high = workers.replicas if high is None else high
+    if not 1 <= low <= high:
+        problems.append(
+            Problem(
+                "spec.elasticPolicy",
+                f"minReplicas must be at least 1 and at most maxReplicas (got {low}:{high})",
+            )
+        )
+    return Elastic(
+        min_replicas=low,
+        max_replicas=high,
+        rdzv_backend=backend,
+        rdzv_host=policy.rdzv_host or f"{job}-worker-0",
+        rdzv_port=policy.rdzv_port or workers.port,
+        rdzv_id=policy.rdzv_id,
+        rdzv_conf=tuple((c.key, c.value) for c in policy.rdzv_conf or []),
+        standalone=bool(policy.standalone),
+        max_restarts=policy.max_restarts,
+        nproc_per_node=policy.n_proc_per_node,
+    )
+
+
+# --- v1alpha1 -----------------------------------------------------------------------------------
+
+
+def _v1alpha1(
+    spec: PyTorchJobSpecV1Alpha1, job: str, problems: list[Problem], warnings: list[Problem]
+) -> dict[str, Any] | None:
+    """The list shape of the PyTorch operator proposal and of pytorch-operator 0.1-0.3.
+
+    As in the TFJob's ``v1alpha1``, the pod template's restartPolicy is the replica's and
+    unset means OnFailure. Each replica's masterPort (default: the proposal's spec-level
+    masterPort, else 23456) is its port and the MASTER_PORT it is given.
+    """
+    if not spec.replica_specs:
+        problems.append(Problem("spec.replicaSpecs", "required: a MASTER and WORKERs"))
+        return None
+    groups: dict[str, ReplicaGroup] = {}
+    seen: dict[str, int] = {}
+    for position, raw in enumerate(spec.replica_specs):
+        path = f"spec.replicaSpecs[{position}]"
+        entry = validate_section(PyTorchReplicaSpecV1Alpha1, raw, path, problems)
+        if entry is None:
+            continue
+        warnings += unknown_fields(entry, path, f"{KIND} kubeflow.org/v1alpha1")
+        type_name = entry.replica_type or "MASTER"
+        if type_name not in V1ALPHA1_TYPES:
+            problems.append(
+                Problem(
+                    f"{path}.replicaType",
+                    f"must be one of {', '.join(V1ALPHA1_TYPES)} (got {type_name!r})",
+                )
+            )
+            continue
+        if type_name in seen:
+            problems.append(
+                Problem(
+                    f"{path}.replicaType",
+                    f"{type_name} is already defined by spec.replicaSpecs[{seen[type_name]}]; "
+                    "merge them into one entry",
+                )
+            )
+            continue
+        seen[type_name] = position
+        replicas = check_replicas(entry.replicas, f"{path}.replicas", problems)
+        if type_name == "MASTER" and replicas != 1:
+            problems.append(
+                Problem(f"{path}.replicas", f"must be 1 for the MASTER (got {replicas})")
+            )
+        policy = v1alpha1_restart(entry.template, path, warnings)
+        groups[type_name.lower()] = replica_group(
+            replica_type=type_name.lower(),
+            replicas=replicas,
+            template=entry.template,
+            restart=Restart(policy, policy),
+            source_path=path,
+            default_container=DEFAULT_CONTAINER,
+            port_name="pytorchjob-port",
+            default_port=entry.master_port or spec.master_port or DEFAULT_PORT,
+            problems=problems,
+            warnings=warnings,
+            first_if_unnamed=True,
+        )
+    master, workers = groups.get("master"), groups.get("worker")
+    if master is None and not problems:
+        problems.append(Problem("spec.replicaSpecs", "required: a MASTER replica"))
+    if problems:
+        return None
+    assert master is not None
+    ordered = [g for g in (master, workers) if g is not None]
+    total = sum(g.replicas for g in ordered)
+    cluster = cluster_spec(job, {g.type: (g.replicas, g.port) for g in ordered}, None)
+    env: dict[tuple[str, int], list[Manifest]] = {}
+    for group in ordered:
+        for index in range(group.replicas):
+            rank = index if group.type == "master" else index + 1
+            env[(group.type, index)] = [
+                {"name": "TF_CONFIG", "value": tf_config(cluster, group.type, rank)},
+                *legacy_env(
+                    rank=rank,
+                    master_addr="localhost" if group.type == "master" else f"{job}-master-0",
+                    master_port=group.port,
+                    world_size=total,
+                ),
+            ]
+    run = check_run_policy({"scheduler_name": spec.scheduler_name}, "spec", "All", problems)
+    return {
+        "groups": ordered,
+        "run": run,
+        "success": Success("master", (0,)),
+        "env": env,
+        "env_target": "default",
+    }

@@ -1,176 +1,490 @@
-"""TFJob spec models (the design doc's v1alpha1 and Kubeflow v1) and their validation.
+"""TFJob spec models of every released version, read as that version's operator ran them.
 
-Every process gets TF_CONFIG exactly as Kubeflow sets it::
+- ``v1alpha1``: a ``replicaSpecs`` list (``tfReplicaType`` MASTER, WORKER, PS); the pod
+  template's restartPolicy; TF_CONFIG on ``tensorflow`` containers; ``cleanupPodPolicy``
+  and ``terminationPolicy``;
+- ``v1alpha2``, ``v1beta1``: a ``tfReplicaSpecs`` map; the replica's restartPolicy (default
+  Never); TF_CONFIG on every container; ``cleanPodPolicy``, ``ttlSecondsAfterFinished``;
+- ``v1beta2``: the same plus ``activeDeadlineSeconds`` and ``backoffLimit``;
+- ``v1``: TF_CONFIG on the first ``tensorflow`` container of distributed jobs only;
+  ``runPolicy`` (or its fields at the top of ``spec``, where tf-operator 1.0 read them),
+  ``successPolicy``, ``enableDynamicWorker``.
 
-    {"cluster": {"<type>": ["<job>-<type>-<i>.<job>.<ns>.svc:<port>", ...]},
-     "task": {"type": "<type>", "index": <i>}, "environment": "cloud"}
-
-with lowercase types. Evaluators get a task but are not part of the training cluster (as in
-Kubeflow: TensorFlow rejects a cluster that lists them). Single-replica jobs get no TF_CONFIG.
+Sources: tf-operator v0.1.0-v1.2 and training-operator v1.3-v1.9 at their release tags
+(``pkg/apis/tensorflow``, ``pkg/controller.v1/tensorflow``; the webhook of 1.8+).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import Field, SkipValidation
 
 from components.core.errors import Problem, SpecError
-from components.core.models import ObjectMeta, OwnModel
-from components.core.pod_template import PodTemplate
+from components.core.graph import GraphOptions, Manifest
+from components.core.job_document import read_envelope, validate_section
 from components.core.replica_spec import (
+    ReplicaGroup,
     ReplicaJobPlan,
-    ReplicaSpecV1,
+    ReplicaSpec,
+    ReplicaSpecBeforeV1,
+    Restart,
     RunPolicy,
+    Success,
     check_names,
-    require_commands,
-    v1_groups,
-    v1alpha1_groups,
-    validate,
+    check_replicas,
+    check_restart_policy,
+    check_run_policy,
+    deciding_restart,
+    env_override_warnings,
+    replica_group,
+    restart_for,
+    run_settings,
+    template_restart_warning,
+    v1alpha1_restart,
 )
-from components.kinds.tensorflow.tf_config import bootstrap, cluster_spec
+from components.core.spec_model import SpecModel, unknown_fields
+from components.kinds.tensorflow import parameter_server
+from components.kinds.tensorflow.tf_config import (
+    CLUSTER_TYPES_BEFORE_V1,
+    cluster_spec,
+    sparse_tf_config,
+    tf_config,
+)
 
 KIND = "TFJob"
+VERSIONS = ("v1alpha1", "v1alpha2", "v1beta1", "v1beta2", "v1")
 DEFAULT_PORT = 2222
 PORT_NAME = "tfjob-port"
 DEFAULT_CONTAINER = "tensorflow"
-# v1 map keys and v1alpha1 enum values -> the lowercase type TF_CONFIG uses.
-V1_TYPES = {
-    "Chief": "chief",
-    "Master": "master",
-    "PS": "ps",
-    "Worker": "worker",
-    "Evaluator": "evaluator",
+# Map keys from v1alpha2 on, matched without regard to case as the operator's defaulting does.
+REPLICA_TYPES = {"chief": "Chief", "master": "Master", "ps": "PS", "worker": "Worker"}
+REPLICA_TYPES["evaluator"] = "Evaluator"
+V1ALPHA1_TYPES = ("MASTER", "PS", "WORKER")
+V1ALPHA1_PORT_NAME = "tf-port"
+"""v1alpha1 gave each replica's Service one port of this name, ``tfPort``."""
+
+
+class TFReplicaSpecV1Alpha1(SpecModel):
+    """One entry of ``v1alpha1``'s ``replicaSpecs`` list."""
+
+    case_insensitive = True
+    replicas: int | None = None
+    """Number of pods. Default: 1."""
+    template: dict[str, Any] | None = None
+    """The pods' template. A PS without one runs a standard TensorFlow server."""
+    tf_port: int | None = None
+    """The port TF_CONFIG names. Default: 2222."""
+    tf_replica_type: str | None = None
+    """MASTER, WORKER or PS. Default: MASTER."""
+
+
+class ChiefV1Alpha1(SpecModel):
+    case_insensitive = True
+    replica_name: str | None = None
+    replica_index: int | None = None
+
+
+class TerminationPolicyV1Alpha1(SpecModel):
+    case_insensitive = True
+    chief: ChiefV1Alpha1 | None = None
+
+
+class TFJobSpecV1Alpha1(SpecModel):
+    case_insensitive = True
+    # Validated entry by entry, so that every entry's problems are reported at once.
+    replica_specs: list[SkipValidation[TFReplicaSpecV1Alpha1]] = Field(default_factory=list)
+    """The replicas: one entry per type."""
+    tf_image: str | None = None
+    """The image of parameter servers that give no template."""
+    termination_policy: TerminationPolicyV1Alpha1 | None = None
+    """Which replica's success ends the job. Default: MASTER 0."""
+    cleanup_pod_policy: str | None = None
+    """What happens to pods when the job ends: All (default), Running or None."""
+    scheduler_name: str | None = None
+    """The scheduler of every pod."""
+    runtime_id: str | None = Field(default=None, alias="RuntimeId")
+    """Set by the v1alpha1 operator; ignored."""
+
+
+class TFJobSpecV1Alpha2(SpecModel):
+    case_insensitive = True
+    clean_pod_policy: str | None = None
+    """What happens to pods when the job ends: Running (default), All or None."""
+    ttl_seconds_after_finished: int | None = None
+    """Seconds after the job ends before its objects are removed."""
+    tf_replica_specs: dict[str, SkipValidation[ReplicaSpecBeforeV1]] = Field(default_factory=dict)
+    """Replica type (Chief, Master, Worker, PS, Evaluator) -> its replicas."""
+
+
+class TFJobSpecV1Beta2(TFJobSpecV1Alpha2):
+    active_deadline_seconds: int | None = None
+    """Wall-clock limit of the job; on expiry it fails."""
+    backoff_limit: int | None = None
+    """Retries of a replica before the job fails."""
+
+
+class TFJobSpecV1(SpecModel):
+    run_policy: RunPolicy | None = None
+    """Run-wide policies (training-operator 1.3+)."""
+    # tf-operator 1.0 (Kubeflow 1.0-1.2) read these at the top of spec; 1.1+ in runPolicy.
+    clean_pod_policy: str | None = None
+    """Early v1: runPolicy.cleanPodPolicy."""
+    ttl_seconds_after_finished: int | None = None
+    """Early v1: runPolicy.ttlSecondsAfterFinished."""
+    active_deadline_seconds: int | None = None
+    """Early v1: runPolicy.activeDeadlineSeconds."""
+    backoff_limit: int | None = None
+    """Early v1: runPolicy.backoffLimit."""
+    success_policy: str | None = None
+    """Without a chief: '' (worker 0 decides, default) or AllWorkers."""
+    enable_dynamic_worker: bool | None = None
+    """Each worker's TF_CONFIG lists only itself and the parameter servers."""
+    tf_replica_specs: dict[str, SkipValidation[ReplicaSpec]] = Field(default_factory=dict)
+    """Replica type (Chief, Master, Worker, PS, Evaluator) -> its replicas."""
+
+
+SPEC_MODELS: dict[str, type[SpecModel]] = {
+    "v1alpha1": TFJobSpecV1Alpha1,
+    "v1alpha2": TFJobSpecV1Alpha2,
+    "v1beta1": TFJobSpecV1Alpha2,
+    "v1beta2": TFJobSpecV1Beta2,
+    "v1": TFJobSpecV1,
 }
-V1ALPHA1_TYPES = {"MASTER": "master", "WORKER": "worker", "PS": "ps", "EVALUATOR": "evaluator"}
-
-
-class TFReplicaSpecV1Alpha1(OwnModel):
-    """One entry of the design doc's `replicaSpecs` list."""
-
-    replicas: int = Field(default=1, gt=0, description="Number of pods. Default: 1.")
-    tf_replica_type: str = Field(
-        default="MASTER", description="MASTER, WORKER, PS or EVALUATOR. Default: MASTER."
-    )
-    tf_port: int = Field(default=DEFAULT_PORT, ge=1, le=65535, description="Default: 2222.")
-    template: PodTemplate = Field(description="A Kubernetes PodTemplateSpec, passed through.")
-
-    @field_validator("tf_replica_type")
-    @classmethod
-    def _known_type(cls, value: str) -> str:
-        if value not in V1ALPHA1_TYPES:
-            raise ValueError(
-                f"unknown replica type {value!r}; use one of {', '.join(V1ALPHA1_TYPES)}"
-            )
-        return value
-
-
-class TFJobSpecV1Alpha1(OwnModel):
-    replica_specs: list[TFReplicaSpecV1Alpha1] = Field(min_length=1)
-
-
-class TFJobSpecV1(OwnModel):
-    tf_replica_specs: dict[str, ReplicaSpecV1] = Field(min_length=1)
-    run_policy: RunPolicy = Field(default_factory=RunPolicy)
-
-    @field_validator("tf_replica_specs")
-    @classmethod
-    def _known_types(cls, value: dict[str, ReplicaSpecV1]) -> dict[str, ReplicaSpecV1]:
-        unknown = [key for key in value if key not in V1_TYPES]
-        if unknown:
-            raise ValueError(
-                f"unknown replica type {unknown[0]!r}; use one of {', '.join(V1_TYPES)}"
-            )
-        return value
-
-
-class TFJobV1Alpha1(OwnModel):
-    api_version: Literal["kubeflow.org/v1alpha1"] = Field(alias="apiVersion")
-    kind: Literal["TFJob"]
-    metadata: ObjectMeta
-    spec: TFJobSpecV1Alpha1
-
-
-class TFJobV1(OwnModel):
-    api_version: Literal["kubeflow.org/v1"] = Field(alias="apiVersion")
-    kind: Literal["TFJob"]
-    metadata: ObjectMeta
-    spec: TFJobSpecV1
-
-
-MODELS: dict[str, type[BaseModel]] = {
-    "kubeflow.org/v1alpha1": TFJobV1Alpha1,
-    "kubeflow.org/v1": TFJobV1,
+DEFAULT_CLEAN_POD_POLICY = {
+    "v1alpha1": "All",
+    "v1alpha2": "Running",
+    "v1beta1": "Running",
+    "v1beta2": "Running",
+    "v1": "None",  # training-operator 1.6+; Running before
 }
 
 
-def parse(document: dict[str, Any], source: str, namespace: str = "default") -> ReplicaJobPlan:
-    job = validate(document, source, KIND, MODELS)
+def parse(
+    document: dict[str, Any], source: str, namespace: str, options: GraphOptions
+) -> ReplicaJobPlan:
     problems: list[Problem] = []
-    name = job.metadata.name
-    backoff_limit = deadline = None
-    port = DEFAULT_PORT
-    if isinstance(job, TFJobV1):
-        specs = job.spec.tf_replica_specs
-        groups = v1_groups(name, specs, "tfReplicaSpecs", V1_TYPES, DEFAULT_CONTAINER, problems)
-        backoff_limit = job.spec.run_policy.backoff_limit
-        deadline = job.spec.run_policy.active_deadline_seconds
+    warnings: list[Problem] = []
+    envelope = read_envelope(document, KIND, VERSIONS, problems, warnings)
+    if envelope is None:
+        raise SpecError(source, problems, warnings)
+    version = envelope.version
+    spec = validate_section(SPEC_MODELS[version], envelope.spec, "spec", problems)
+    if spec is None:
+        raise SpecError(source, problems, warnings)
+    schema = f"{KIND} kubeflow.org/{version}"
+    warnings += unknown_fields(spec, "spec", schema)
+    job = envelope.name
+    namespace = envelope.namespace or namespace
+    if isinstance(spec, TFJobSpecV1Alpha1):
+        plan = _v1alpha1(spec, job, namespace, options, problems, warnings)
     else:
-        assert isinstance(job, TFJobV1Alpha1)
-        entries = [(r.tf_replica_type, r.replicas, r.template) for r in job.spec.replica_specs]
-        groups = v1alpha1_groups(
-            name, entries, "tfReplicaType", V1ALPHA1_TYPES, DEFAULT_CONTAINER, problems
-        )
-        ports = {replica.tf_port for replica in job.spec.replica_specs}
-        if len(ports) > 1:
-            problems.append(
+        plan = _map_versions(spec, version, job, namespace, problems, warnings)
+    if plan is None or problems:
+        raise SpecError(source, problems, warnings)
+    problems += check_names(job, plan["groups"])
+    warnings += env_override_warnings(plan["groups"], plan["env"], plan["env_target"])
+    if problems:
+        raise SpecError(source, problems, warnings)
+    return ReplicaJobPlan(
+        kind=KIND,
+        api_version=f"kubeflow.org/{version}",
+        job=job,
+        namespace=namespace,
+        labels=envelope.labels,
+        warnings=warnings,
+        **plan,
+    )
+
+
+# --- v1alpha2, v1beta1, v1beta2, v1 -----------------------------------------------------------
+
+
+def _map_versions(
+    spec: SpecModel,
+    version: str,
+    job: str,
+    namespace: str,
+    problems: list[Problem],
+    warnings: list[Problem],
+) -> dict[str, Any] | None:
+    run = run_settings(spec, DEFAULT_CLEAN_POD_POLICY[version], problems)
+    replica_specs: dict[str, Any] = spec.tf_replica_specs
+    if not replica_specs:
+        problems.append(Problem("spec.tfReplicaSpecs", "required: at least one replica type"))
+        return None
+    model = ReplicaSpec if version == "v1" else ReplicaSpecBeforeV1
+    groups: list[ReplicaGroup] = []
+    keys: dict[str, str] = {}
+    for key, raw in replica_specs.items():
+        path = f"spec.tfReplicaSpecs.{key}"
+        canonical = REPLICA_TYPES.get(str(key).lower())
+        if canonical is None:
+            warnings.append(
                 Problem(
-                    "spec.replicaSpecs",
-                    f"every replica must use the same tfPort (got {sorted(ports)})",
+                    path,
+                    f"{key!r} is not a TFJob replica type ({', '.join(REPLICA_TYPES.values())}); "
+                    "Kubeflow runs it as written, so it runs here too",
                 )
             )
-        port = min(ports)
-    chiefs = [g for g in groups if g.type in ("chief", "master")]
+        replica_type = str(key).lower()
+        if replica_type in keys:
+            problems.append(
+                Problem(path, f"the same replica type as spec.tfReplicaSpecs.{keys[replica_type]}")
+            )
+            continue
+        keys[replica_type] = str(key)
+        replica = validate_section(model, raw, path, problems)
+        if replica is None:
+            continue
+        warnings += unknown_fields(replica, path, f"{KIND} kubeflow.org/{version}")
+        policy = check_restart_policy(
+            replica.restart_policy, "Never", f"{path}.restartPolicy", problems
+        )
+        groups.append(
+            replica_group(
+                replica_type=replica_type,
+                replicas=check_replicas(replica.replicas, f"{path}.replicas", problems),
+                template=replica.template,
+                restart=restart_for(policy, run.backoff_limit),
+                source_path=path,
+                default_container=DEFAULT_CONTAINER,
+                port_name=PORT_NAME,
+                default_port=DEFAULT_PORT,
+                problems=problems,
+                warnings=warnings,
+            )
+        )
+    warnings += [w for g in groups if (w := template_restart_warning(g)) is not None]
+    chiefs = [key for key in keys if key in ("chief", "master")]
     if len(chiefs) > 1:
         problems.append(
             Problem(
-                chiefs[1].source_path,
-                f"a TFJob has at most one chief; {chiefs[0].source_path} "
-                "is already the chief: remove one",
+                "spec.tfReplicaSpecs",
+                f"must not have both {keys['chief']!r} and {keys['master']!r}: a TFJob has "
+                "one chief; keep one of them",
             )
         )
-    for chief in chiefs:
-        if chief.replicas != 1:
+    for group in groups:
+        if group.type in ("chief", "master") and group.replicas > 1:
+            if version == "v1":
+                warnings.append(
+                    Problem(
+                        f"{group.source_path}.replicas",
+                        f"{group.replicas} {group.type}s: TensorFlow runs one; training-operator "
+                        "accepts more and so does trainjobs",
+                    )
+                )
+            else:
+                problems.append(
+                    Problem(
+                        f"{group.source_path}.replicas",
+                        f"must be 1 in {version} (got {group.replicas}): its CRD allows one "
+                        f"{group.type}",
+                    )
+                )
+    if version in ("v1beta1", "v1beta2"):
+        evaluators = next((g for g in groups if g.type == "evaluator"), None)
+        if evaluators is not None and evaluators.replicas > 1:
             problems.append(
                 Problem(
-                    f"{chief.source_path}.replicas",
-                    f"must be 1 for the {chief.type} (got {chief.replicas})",
+                    f"{evaluators.source_path}.replicas",
+                    f"must be at most 1 in {version} (got {evaluators.replicas}): its "
+                    "operator refuses more than one evaluator",
                 )
             )
-    if not any(g.type in ("chief", "master", "worker") for g in groups):
+    success_policy = getattr(spec, "success_policy", None)
+    if success_policy not in (None, "", "AllWorkers"):
         problems.append(
             Problem(
-                "spec",
-                "a TFJob needs a chief/master or workers: parameter servers and "
-                "evaluators alone never finish",
+                "spec.successPolicy",
+                f"must be '' or 'AllWorkers' (got {success_policy!r})",
             )
         )
-    distributed = sum(g.replicas for g in groups) > 1
-    if distributed:
-        require_commands(groups, problems, "TF_CONFIG")
-    problems += check_names(name, groups, [])
     if problems:
-        raise SpecError(source, problems)
-    namespace = job.metadata.namespace or namespace
-    return ReplicaJobPlan(
-        kind=KIND,
-        job=name,
-        namespace=namespace,
-        labels=dict(job.metadata.labels),
-        groups=groups,
-        port=port,
-        port_name=PORT_NAME,
-        backoff_limit=backoff_limit,
-        active_deadline_seconds=deadline,
-        bootstrap=bootstrap(cluster_spec(name, namespace, groups, port)) if distributed else None,
+        return None
+    success = _success(groups, success_policy == "AllWorkers", problems)
+    groups = [deciding_restart(group, success, warnings) for group in groups]
+    dynamic = bool(getattr(spec, "enable_dynamic_worker", False))
+    env = _env(job, namespace, groups, version, dynamic)
+    return {
+        "groups": groups,
+        "run": run,
+        "success": success,
+        "env": env,
+        "env_target": "first-default" if version == "v1" else "all",
+    }
+
+
+def _success(groups: list[ReplicaGroup], all_workers: bool, problems: list[Problem]) -> Success:
+    """The chief or master decides; with neither, worker 0 does (or every worker, with
+    ``successPolicy: AllWorkers``)."""
+    for group in groups:
+        if group.type in ("chief", "master"):
+            return Success(group.type, tuple(range(group.replicas)))
+    workers = next((g for g in groups if g.type == "worker"), None)
+    if workers is None:
+        problems.append(
+            Problem(
+                "spec.tfReplicaSpecs",
+                "needs a Chief, a Master or Workers: parameter servers and evaluators alone "
+                "never finish",
+            )
+        )
+        return Success("worker", (0,))
+    return Success("worker", tuple(range(workers.replicas)) if all_workers else (0,))
+
+
+def _env(
+    job: str, namespace: str, groups: list[ReplicaGroup], version: str, dynamic: bool
+) -> dict[tuple[str, int], list[Manifest]]:
+    replicas = {g.type: (g.replicas, g.port) for g in groups}
+    if version == "v1":
+        # training-operator: only distributed jobs get TF_CONFIG, and evaluators are listed.
+        if sum(count for count, _ in replicas.values()) == 1:
+            return {}
+        cluster = cluster_spec(job, replicas, namespace)
+    else:
+        host_namespace = None if version == "v1alpha2" else namespace
+        cluster = cluster_spec(job, replicas, host_namespace, CLUSTER_TYPES_BEFORE_V1)
+    env = {}
+    for group in groups:
+        for index in range(group.replicas):
+            value = (
+                sparse_tf_config(job, replicas, namespace, group.type, index)
+                if dynamic
+                else tf_config(cluster, group.type, index)
+            )
+            env[(group.type, index)] = [{"name": "TF_CONFIG", "value": value}]
+    return env
+
+
+# --- v1alpha1 -----------------------------------------------------------------------------------
+
+
+def _v1alpha1(
+    spec: TFJobSpecV1Alpha1,
+    job: str,
+    namespace: str,
+    options: GraphOptions,
+    problems: list[Problem],
+    warnings: list[Problem],
+) -> dict[str, Any] | None:
+    """The list shape of the TFJob design and of tf-operator 0.1-0.3.
+
+    The pod template's restartPolicy is the replica's; unset (the API server's Always) is
+    OnFailure here: the operator judged a replica by its container's exit code, so a first
+    exit 0 finished it and a failure was retried. A PS entry without a template runs the
+    standard TensorFlow server (:mod:`.parameter_server`).
+    """
+    if not spec.replica_specs:
+        problems.append(Problem("spec.replicaSpecs", "required: at least one replica"))
+        return None
+    groups: list[ReplicaGroup] = []
+    seen: dict[str, int] = {}
+    assets: dict[str, str] = {}
+    for position, raw in enumerate(spec.replica_specs):
+        path = f"spec.replicaSpecs[{position}]"
+        entry = validate_section(TFReplicaSpecV1Alpha1, raw, path, problems)
+        if entry is None:
+            continue
+        warnings += unknown_fields(entry, path, f"{KIND} kubeflow.org/v1alpha1")
+        type_name = entry.tf_replica_type or "MASTER"
+        if type_name not in V1ALPHA1_TYPES:
+            problems.append(
+                Problem(
+                    f"{path}.tfReplicaType",
+                    f"must be one of {', '.join(V1ALPHA1_TYPES)} (got {type_name!r})",
+                )
+            )
+            continue
+        if type_name in seen:
+            problems.append(
+                Problem(
+                    f"{path}.tfReplicaType",
+                    f"{type_name} is already defined by spec.replicaSpecs[{seen[type_name]}]; "
+                    "merge them into one entry",
+                )
+            )
+            continue
+        seen[type_name] = position
+        replicas = check_replicas(entry.replicas, f"{path}.replicas", problems)
+        if type_name == "MASTER" and replicas != 1:
+            problems.append(
+                Problem(f"{path}.replicas", f"must be 1 for the MASTER (got {replicas})")
+            )
+        port = entry.tf_port or DEFAULT_PORT
+        template = entry.template
+        if template is None and type_name == "PS":
+            image = (
+                spec.tf_image or options.tensorflow_server_image or parameter_server.DEFAULT_IMAGE
+            )
+            template = parameter_server.server_template(
+                job, image, DEFAULT_CONTAINER, V1ALPHA1_PORT_NAME, port
+            )
+            assets[parameter_server.SCRIPT] = parameter_server.SERVER_SCRIPT
+            groups.append(
+                ReplicaGroup(
+                    type="ps",
+                    replicas=replicas,
+                    template=template,
+                    container=DEFAULT_CONTAINER,
+                    restart=Restart("OnFailure", "OnFailure"),
+                    source_path=path,
+                    port=port,
+                )
+            )
+            continue
+        policy = v1alpha1_restart(template, path, warnings)
+        group = replica_group(
+            replica_type=type_name.lower(),
+            replicas=replicas,
+            template=template,
+            restart=Restart(policy, policy),
+            source_path=path,
+            default_container=DEFAULT_CONTAINER,
+            port_name=V1ALPHA1_PORT_NAME,
+            default_port=port,
+            problems=problems,
+            warnings=warnings,
+            first_if_unnamed=True,
+        )
+        groups.append(group)
+    chief = spec.termination_policy.chief if spec.termination_policy else None
+    chief_type = ((chief.replica_name if chief else None) or "MASTER").lower()
+    chief_index = (chief.replica_index if chief else None) or 0
+    chief_group = next((g for g in groups if g.type == chief_type), None)
+    if not problems and (chief_group is None or chief_index >= chief_group.replicas):
+        problems.append(
+            Problem(
+                "spec.terminationPolicy.chief",
+                f"names {chief_type.upper()}-{chief_index}, which the replicaSpecs do not "
+                "define: add a MASTER replica or point the chief at one that exists",
+            )
+        )
+    clean = spec.cleanup_pod_policy
+    run = check_run_policy(
+        {"clean_pod_policy": clean, "scheduler_name": spec.scheduler_name},
+        "spec",
+        "All",
+        problems,
     )
+    if clean is not None and problems and problems[-1].path == "spec.cleanPodPolicy":
+        problems[-1] = Problem("spec.cleanupPodPolicy", problems[-1].message)
+    if problems:
+        return None
+    replicas_by_type = {g.type: (g.replicas, g.port) for g in groups}
+    cluster = cluster_spec(job, replicas_by_type, None)
+    env = {
+        (g.type, index): [{"name": "TF_CONFIG", "value": tf_config(cluster, g.type, index)}]
+        for g in groups
+        for index in range(g.replicas)
+    }
+    return {
+        "groups": groups,
+        "run": run,
+        "success": Success(chief_type, (chief_index,)),
+        "env": env,
+        "env_target": "default",
+        "assets": assets,
+    }

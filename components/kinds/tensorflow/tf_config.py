@@ -1,40 +1,85 @@
-"""TF_CONFIG, as Kubeflow sets it, for every process of a TFJob."""
+"""TF_CONFIG, as each version of Kubeflow's TFJob operator writes it for every process.
+
+The operator serialises a Go struct with encoding/json: compact, keys in the order cluster,
+task, environment, the cluster map's keys sorted, each type's addresses in index order.
+
+How the versions differ (read from tf-operator / training-operator at each release tag):
+
+- which types the cluster lists: every type of the spec from ``v1`` on (training-operator
+  1.1+ added evaluators); before, evaluators get a task but are left out of the cluster;
+- the address of replica ``i`` of type ``t``: ``<job>-<t>-<i>:<port>`` in ``v1alpha1`` and
+  ``v1alpha2`` (the Service name, resolved in the pod's own namespace), and
+  ``<job>-<t>-<i>.<namespace>.svc:<port>`` from ``v1beta1`` on;
+- ``enableDynamicWorker`` (``v1``): a sparse cluster, each worker knowing only itself and
+  the parameter servers, and no ``environment``.
+"""
 
 from __future__ import annotations
 
 import json
-import shlex
+from collections.abc import Mapping, Sequence
 
-from components.core.replica_graph import index_check_script
-from components.core.replica_spec import ReplicaGroup
+CLUSTER_TYPES_BEFORE_V1 = ("chief", "master", "ps", "worker")
+"""Types the cluster lists before ``v1``: evaluators are not part of the training cluster."""
 
-CLUSTER_ORDER = ("chief", "master", "ps", "worker")
+
+def address(job: str, replica_type: str, index: int, port: int, namespace: str | None) -> str:
+    """A replica's address as TF_CONFIG names it: the Service of the same name."""
+    host = f"{job}-{replica_type}-{index}"
+    return f"{host}.{namespace}.svc:{port}" if namespace else f"{host}:{port}"
 
 
 def cluster_spec(
-    job: str, namespace: str, groups: list[ReplicaGroup], port: int
+    job: str,
+    replicas: Mapping[str, tuple[int, int]],
+    namespace: str | None,
+    types: Sequence[str] | None = None,
 ) -> dict[str, list[str]]:
-    """TF_CONFIG's `cluster`: every training replica's address, by lowercase type."""
-    by_type = {g.type: g for g in groups}
+    """The ``cluster`` section: type -> addresses, for ``replicas`` (type -> (count, port)),
+    limited to ``types`` when given."""
     return {
-        kind: [f"{host}.{job}.{namespace}.svc:{port}" for host in by_type[kind].hostnames]
-        for kind in CLUSTER_ORDER
-        if kind in by_type
+        replica_type: [address(job, replica_type, i, port, namespace) for i in range(count)]
+        for replica_type, (count, port) in sorted(replicas.items())
+        if types is None or replica_type in types
     }
 
 
-def bootstrap(cluster: dict[str, list[str]]) -> str:
-    """Sets TF_CONFIG from the pod's replica type and index, then runs the command."""
-    cluster_json = json.dumps(cluster, separators=(",", ":"))
-    return (
-        "#!/bin/sh\n"
-        "# TF_CONFIG for this replica (Kubeflow format), then the training command.\n"
-        "set -eu\n"
-        + index_check_script()
-        + 'type="${TRAINJOBS_REPLICA_TYPE:?set by trainjobs}"\n'
-        + f"cluster={shlex.quote(cluster_json)}\n"
-        + 'TF_CONFIG=$(printf \'{"cluster":%s,"task":{"type":"%s","index":%s},'
-        '"environment":"cloud"}\' "$cluster" "$type" "$index")\n'
-        + "export TF_CONFIG\n"
-        + 'exec "$@"\n'
+def tf_config(cluster: Mapping[str, list[str]], task_type: str, index: int) -> str:
+    return _json(
+        {"cluster": cluster, "task": {"type": task_type, "index": index}, "environment": "cloud"}
     )
+
+
+def sparse_tf_config(
+    job: str,
+    replicas: Mapping[str, tuple[int, int]],
+    namespace: str,
+    task_type: str,
+    index: int,
+) -> str:
+    """``enableDynamicWorker``: a worker sees itself (keyed by its index) and every parameter
+    server; a parameter server sees only itself (training-operator 1.7+ spells the key
+    ``cluster``; earlier releases spelled it ``sparseCluster``)."""
+    workers: dict[str, str] = {}
+    parameter_servers: list[str] | None = []
+    ps_count, ps_port = replicas.get("ps", (0, 0))
+    if task_type == "worker":
+        workers[str(index)] = address(job, "worker", index, replicas["worker"][1], namespace)
+        # A job without parameter servers has no "ps" entry to copy: Go marshals it as null.
+        parameter_servers = (
+            [address(job, "ps", i, ps_port, namespace) for i in range(ps_count)]
+            if "ps" in replicas
+            else None
+        )
+    elif task_type == "ps":
+        parameter_servers = [address(job, "ps", index, ps_port, namespace)]
+    return _json(
+        {
+            "cluster": {"worker": workers, "ps": parameter_servers},
+            "task": {"type": task_type, "index": index},
+        }
+    )
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"))

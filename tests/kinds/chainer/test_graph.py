@@ -130,7 +130,6 @@ def test_headless_service_publishes_pods_before_they_are_ready(job):
 
 
 def test_workers_are_a_parallel_statefulset_of_sleeping_exec_targets(job):
-    job["spec"]["worker"]["template"]["spec"]["containers"][0]["args"] = ["--train"]
     statefulset = graph_of(job).get("StatefulSet/demo-worker").manifest["spec"]
     assert (statefulset["serviceName"], statefulset["replicas"]) == ("demo", 2)
     assert statefulset["podManagementPolicy"] == "Parallel"
@@ -142,6 +141,25 @@ def test_workers_are_a_parallel_statefulset_of_sleeping_exec_targets(job):
     container = statefulset["template"]["spec"]["containers"][0]
     assert container["command"] == WORKER_COMMAND
     assert "args" not in container
+
+
+def test_a_worker_keeps_its_own_command_and_args(job):
+    worker = job["spec"]["worker"]["template"]["spec"]["containers"][0]
+    worker.update(command=["sh", "-c"], args=["while true; do sleep 1 & wait; done"])
+    statefulset = graph_of(job).get("StatefulSet/demo-worker").manifest["spec"]
+    container = statefulset["template"]["spec"]["containers"][0]
+    assert (container["command"], container["args"]) == (
+        ["sh", "-c"],
+        ["while true; do sleep 1 & wait; done"],
+    )
+
+
+def test_a_worker_with_args_only_keeps_its_image_entrypoint(job):
+    job["spec"]["worker"]["template"]["spec"]["containers"][0]["args"] = ["--serve"]
+    statefulset = graph_of(job).get("StatefulSet/demo-worker").manifest["spec"]
+    container = statefulset["template"]["spec"]["containers"][0]
+    assert "command" not in container
+    assert container["args"] == ["--serve"]
 
 
 def test_worker_sleep_loop_exits_zero_on_sigterm_at_once_and_leaves_nothing_behind():

@@ -148,21 +148,6 @@ CASES: list[tuple[str, Mutation, str]] = [
         "spec.master.activeDeadlineSeconds: must be greater than 0 (got 0)",
     ),
     (
-        "misspelled-master-field",
-        lambda j: j["spec"]["master"].update(backofflimit=3),
-        "spec.master.backofflimit: unknown field 'backofflimit'; check the spelling (see crds/)",
-    ),
-    (
-        "misspelled-spec-field",
-        lambda j: j["spec"].update(workers={}),
-        "spec.workers: unknown field 'workers'; check the spelling (see crds/)",
-    ),
-    (
-        "unknown-mpi-config-field",
-        lambda j: worker_spec(j).update(mpiConfig={"slot": 2}),
-        "spec.worker.mpiConfig.slot: unknown field 'slot'; check the spelling (see crds/)",
-    ),
-    (
         "worker-and-worker-sets",
         lambda j: j["spec"].update(workerSets={"a": copy.deepcopy(j["spec"]["worker"])}),
         "spec: set either 'worker' or 'workerSets', not both",
@@ -181,12 +166,6 @@ CASES: list[tuple[str, Mutation, str]] = [
         "missing-name",
         lambda j: j["metadata"].pop("name"),
         "metadata.name: required field is missing",
-    ),
-    (
-        "worker-restart-policy",
-        lambda j: worker_spec(j)["template"]["spec"].update(restartPolicy="Never"),
-        "spec.worker.template.spec.restartPolicy: workers run in a StatefulSet, which requires "
-        "'Always' (got 'Never'); remove the field",
     ),
     (
         "master-restart-policy",
