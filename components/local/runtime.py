@@ -408,14 +408,15 @@ class Run:
             job_pods = [pod for job in self.jobs for pod in job.pods]
             stopping = [pod for pod in self.pods if pod.sandbox is not None]
             if stopping:
-                self.sink.event(self._stopping_message())
+                self.sink.event(self._stopping_message(stopping))
             for pod in stopping:
                 is_job_pod = pod in job_pods
                 if is_job_pod and pod.phase not in ("Succeeded", "Failed"):
                     pod.phase = "Failed"
                 pod.stop(0 if self.hurry else pod.plan.grace_seconds)
-                # The scale-to-0 deletes StatefulSet pods; a Job's pods stay, as on a cluster.
-                pod.deleted = not is_job_pod
+                # The scale-to-0 deletes StatefulSet pods; a Job's pods stay, as on a cluster,
+                # unless cleanPodPolicy All removes every pod of the finished job.
+                pod.deleted = not is_job_pod or self.job.clean_pod_policy == "All"
             self.publish()
         finally:
             # Processes that escaped their pod (or whose pod never got a sandbox) still carry
@@ -433,7 +434,15 @@ class Run:
         leftovers = [f"process {pid}" for pid in pod_processes(str(self.registry))]
         return leftovers + network_leftovers
 
-    def _stopping_message(self) -> str:
+    def _stopping_message(self, stopping: list[PodRun]) -> str:
+        """What the end of the run does to the pods, by the job's cleanPodPolicy."""
+        if self.job.clean_pod_policy == "None":
+            running = [pod.name for pod in stopping if pod.phase in ("Pending", "Running")]
+            if running:
+                return (
+                    f"cleanPodPolicy None: on a cluster pod(s) {', '.join(running)} would keep "
+                    "running after the job ends; a local run stops them as it exits"
+                )
         statefulsets = sorted({pod.plan.owner.split("/", 1)[1] for pod in self.workers})
         if len(self.jobs) == 1:
             return "stopping the master" + (" and scaling the workers to 0" if statefulsets else "")

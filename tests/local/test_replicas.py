@@ -393,3 +393,20 @@ def test_the_pytorch_master_service_name_resolves_to_the_master_pod_alone() -> N
         "pytorch-mnist-master-0.default.svc",
         "pytorch-mnist-master-0.default",
     ]
+
+
+@needs_pod_network
+def test_clean_pod_policy_none_says_which_pods_a_cluster_would_leave_running(
+    tmp_path: Path,
+) -> None:
+    document = tf_job("keep", {"Chief": (1, "echo done"), "PS": (1, "exec sleep 600")})
+    assert "cleanPodPolicy" not in document["spec"]["runPolicy"]  # v1's default: None
+
+    run = Run(write(tmp_path / "job.yaml", document), tmp_path / "run")
+
+    assert run.exit_code == 0
+    assert (
+        "[trainjobs] cleanPodPolicy None: on a cluster pod(s) keep-ps-0 would keep running after "
+        "the job ends; a local run stops them as it exits"
+    ) in run.lines
+    assert leaks(run) == []
