@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from components.core.errors import SpecError
+from components.core.gang import GANG_SCHEDULERS
 from components.core.graph import DEFAULT_KUBECTL_IMAGE, GraphOptions
 from components.core.manifests import prepare_output_dir, write_manifests
 from components.kinds import crds
@@ -36,7 +37,11 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace) -> int:
-    options = GraphOptions(kubectl_image=args.kubectl_image)
+    options = GraphOptions(
+        kubectl_image=args.kubectl_image,
+        gang_scheduler=args.gang_scheduler,
+        gang_scheduler_name=args.gang_scheduler_name,
+    )
     job = load_job(args.file, args.namespace, options)  # validate before touching --out
     report_warnings(args.file, job)
     prepare_output_dir(args.out)
@@ -67,6 +72,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     render.add_argument("--out", required=True, type=_directory, metavar="DIR")
     render.add_argument("--namespace", default="default", help="if the spec names none")
     render.add_argument("--kubectl-image", default=DEFAULT_KUBECTL_IMAGE, metavar="IMAGE")
+    render.add_argument(
+        "--gang-scheduler",
+        choices=GANG_SCHEDULERS,
+        help="give TFJobs and PyTorchJobs a PodGroup their pods join (as trainjobs:gangScheduler)",
+    )
+    render.add_argument(
+        "--gang-scheduler-name",
+        metavar="NAME",
+        help="the pods' schedulerName for scheduler-plugins (default: scheduler-plugins-scheduler)",
+    )
     render.set_defaults(handler=_render)
 
 

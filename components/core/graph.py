@@ -23,6 +23,11 @@ class GraphOptions:
     """Image that delivers kubectl to the master; pin a mirror by digest in air-gapped clusters."""
     wait_timeout_seconds: int = DEFAULT_WAIT_TIMEOUT_SECONDS
     """How long the master's cluster waiter waits for every worker before failing."""
+    gang_scheduler: str | None = None
+    """``volcano`` or ``scheduler-plugins``: every TFJob and PyTorchJob gets a PodGroup its pods
+    join (a job whose pods name ``schedulerName: volcano`` gets Volcano's without it)."""
+    gang_scheduler_name: str | None = None
+    """The pods' schedulerName for scheduler-plugins (default: its chart's second scheduler)."""
     tensorflow_server_image: str | None = None
     """Image of the standard TensorFlow server a TFJob v1alpha1 parameter server without a
     template runs, when the job's own ``tfImage`` does not name one."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 
+from components.core.gang import join, pod_group
 from components.core.graph import Graph, Manifest, Node
 from components.core.labels import (
     JOB_NAME,
@@ -60,11 +61,18 @@ def build_replica_graph(plan: ReplicaJobPlan) -> Graph:
                 "data": dict(plan.assets),
             }
         )
+    first = [config_map] if config_map is not None else []
+    if plan.gang is not None:
+        # Before the pods: a pod that names its group before the group exists is not gang
+        # scheduled (Volcano would give it a group of its own).
+        first.append(
+            graph.add(pod_group(plan.gang, plan.job, plan.namespace, _labels(plan, "gang")))
+        )
     deciding = {(plan.success.type, index) for index in plan.success.indexes}
     others: list[Node] = []
     last: list[tuple[ReplicaGroup, int, list[Node]]] = []
     for group in plan.groups:
-        assets = [config_map] if config_map is not None and _uses_assets(group) else []
+        assets = [node for node in first if node.kind != "ConfigMap" or _uses_assets(group)]
         for index in range(group.replicas):
             service = graph.add(_service(plan, group, index))
             if (group.type, index) in deciding:
@@ -134,6 +142,8 @@ def _pod_template(plan: ReplicaJobPlan, group: ReplicaGroup, index: int) -> Mani
     pod.setdefault("automountServiceAccountToken", False)
     if plan.run.scheduler_name:
         pod["schedulerName"] = plan.run.scheduler_name
+    if plan.gang is not None:
+        join(plan.gang, plan.job, group.type, template)
     env = plan.env.get((group.type, index), [])
     targets = [c for c in pod["containers"] if c.get("name") == group.container]
     if plan.env_target == "all":

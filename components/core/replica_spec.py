@@ -15,6 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from components.core.errors import Problem
+from components.core.gang import (
+    DEFAULT_SCHEDULER_PLUGINS_NAME,
+    VOLCANO,
+    Gang,
+    sum_requests,
+)
 from components.core.graph import Manifest
 from components.core.names import LABEL_MAX, STATEFULSET_MAX, job_name_problem
 from components.core.pod_template import PodTemplate, check_pod_template
@@ -178,6 +184,8 @@ class ReplicaJobPlan:
     env_target: EnvTarget
     assets: dict[str, str] = field(default_factory=dict)
     """Files of the assets ConfigMap, when a replica needs one (TFJob v1alpha1's default PS)."""
+    gang: Gang | None = None
+    """The PodGroup every pod joins, when the job is gang-scheduled."""
     warnings: list[Problem] = field(default_factory=list)
 
     @property
@@ -389,6 +397,48 @@ def deciding_restart(
     )
     return dataclasses.replace(
         group, restart=Restart("Always", "OnFailure", backoff_limit=group.restart.backoff_limit)
+    )
+
+
+def gang_for(
+    groups: list[ReplicaGroup],
+    run: RunSettings,
+    gang_scheduler: str | None,
+    gang_scheduler_name: str | None,
+    warnings: list[Problem],
+) -> Gang | None:
+    """The job's PodGroup terms, when a gang scheduler places it (see :mod:`..gang`): the
+    stack's ``trainjobs:gangScheduler``, else Volcano for pods that name it."""
+    scheduler = gang_scheduler
+    scheduling = run.scheduling
+    names = {(g.template.get("spec") or {}).get("schedulerName") for g in groups}
+    names.add(run.scheduler_name)
+    if scheduler is None and VOLCANO in names:
+        scheduler = VOLCANO
+    if scheduler is None:
+        if scheduling is not None:
+            warnings.append(
+                Problem(
+                    "spec.runPolicy.schedulingPolicy",
+                    "no gang scheduler places this job, so its pods are scheduled one by one: "
+                    "set the stack's trainjobs:gangScheduler (volcano, scheduler-plugins) or the "
+                    "pods' schedulerName: volcano",
+                )
+            )
+        return None
+    policy = scheduling or SchedulingPolicy()
+    pods = [g.template for g in groups for _ in range(g.replicas)]
+    members = policy.min_available or len(pods)
+    return Gang(
+        scheduler=scheduler,  # type: ignore[arg-type]
+        scheduler_name=VOLCANO
+        if scheduler == VOLCANO
+        else gang_scheduler_name or DEFAULT_SCHEDULER_PLUGINS_NAME,
+        min_member=members,
+        queue=policy.queue,
+        priority_class=policy.priority_class,
+        min_resources=policy.min_resources or sum_requests(pods[:members]) or None,
+        schedule_timeout_seconds=policy.schedule_timeout_seconds,
     )
 
 

@@ -101,12 +101,16 @@ class TrainingJob(pulumi.ComponentResource):
             workers.add(job.completion_job)
         for node in job.graph.nodes:
             manifest = pulumi_manifest(node)
-            resource_class = _RESOURCE_CLASSES[(manifest["apiVersion"], manifest["kind"])]
             kwargs: dict[str, Any] = {
                 _snake(key): value
                 for key, value in manifest.items()
                 if key not in ("apiVersion", "kind")
             }
+            resource_class = _RESOURCE_CLASSES.get((manifest["apiVersion"], manifest["kind"]))
+            if resource_class is None:
+                # A custom resource (a gang scheduler's PodGroup): typed by apiVersion and kind.
+                resource_class = k8s.apiextensions.CustomResource
+                kwargs.update(api_version=manifest["apiVersion"], kind=manifest["kind"])
             depends_on = [self.resources[key] for key in node.depends_on]
             self.resources[node.key] = resource_class(
                 node.name, opts=resource_options(node, self, depends_on, workers), **kwargs

@@ -12,6 +12,7 @@ import pulumi
 
 from components.cloud.scheduling import SchedulingProfile, apply_scheduling
 from components.core.errors import Problem, SpecError, UserError
+from components.core.gang import GANG_SCHEDULERS
 from components.core.graph import DEFAULT_KUBECTL_IMAGE, DEFAULT_WAIT_TIMEOUT_SECONDS, GraphOptions
 from components.deploy.completion import WatchSettings
 from components.deploy.component import TrainingJob
@@ -45,12 +46,23 @@ class StackSettings:
                     config, "clusterWaitTimeout", DEFAULT_WAIT_TIMEOUT_SECONDS
                 ),
                 tensorflow_server_image=config.get("tensorflowServerImage"),
+                gang_scheduler=_gang_scheduler(config.get("gangScheduler")),
+                gang_scheduler_name=config.get("gangSchedulerName"),
             ),
             gpu_pool=SchedulingProfile.from_config(config.get("gpuPool")),
             preflight=config.get_bool("preflight") is not False,
             images=image_pins_from_config(config.get("images")),
             require_digests=config.get_bool("requireDigests") is True,
         )
+
+
+def _gang_scheduler(value: str | None) -> str | None:
+    if value is not None and value not in GANG_SCHEDULERS:
+        raise UserError(
+            f"stack config trainjobs:gangScheduler must be one of {', '.join(GANG_SCHEDULERS)} "
+            f"(got {value!r})"
+        )
+    return value
 
 
 def _positive_int(config: pulumi.Config, key: str, default: int) -> int:

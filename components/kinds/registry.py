@@ -52,6 +52,8 @@ class JobDefinition:
     Running: pods still running are stopped; All: every pod is removed."""
     warnings: tuple[Problem, ...] = ()
     """Things the spec says that have no effect, or an effect the user may not expect."""
+    gang_min_member: int | None = None
+    """With a gang scheduler: how many pods must be placed together before any starts."""
 
     @property
     def completion_job(self) -> str:
@@ -102,6 +104,7 @@ def _replica_definition(plan: ReplicaJobPlan) -> JobDefinition:
         success_any=plan.success.any,
         clean_pod_policy=plan.run.clean_pod_policy,
         warnings=tuple(plan.warnings),
+        gang_min_member=plan.gang.min_member if plan.gang is not None else None,
     )
 
 

@@ -45,7 +45,8 @@ COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 """Label the StatefulSet controller puts on each pod (1.28+): its ordinal."""
 STATEFULSET_POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
-_PASSIVE_KINDS = {"ConfigMap", "ServiceAccount", "Role", "RoleBinding"}
+# A PodGroup changes only how pods are placed: the runtime honours its minMember itself.
+_PASSIVE_KINDS = {"ConfigMap", "ServiceAccount", "Role", "RoleBinding", "PodGroup"}
 _FAILURE_ACTIONS = ("FailJob", "Ignore", "Count")
 
 

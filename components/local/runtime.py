@@ -314,6 +314,9 @@ class Run:
         return result
 
     def _drive(self, started: float) -> tuple[str, str, str]:
+        held = self._gang_held()
+        if held is not None:
+            return "Failed", "Unschedulable", held
         for worker in self.workers:
             if worker.unschedulable:
                 self.sink.event(
@@ -342,6 +345,20 @@ class Run:
             if outcome is not None:
                 return outcome
             time.sleep(POLL_SECONDS)
+
+    def _gang_held(self) -> str | None:
+        """A gang scheduler starts the job's pods together or not at all: with fewer than
+        ``minMember`` pods placeable (GPU pods are not, locally) none starts."""
+        needed = self.job.gang_min_member
+        placeable = [pod for pod in self.pods if not pod.unschedulable]
+        if needed is None or len(placeable) >= needed:
+            return None
+        held = [pod.name for pod in self.pods if pod.unschedulable]
+        return (
+            f"the job's PodGroup needs {needed} pods placed together and only "
+            f"{len(placeable)} can be placed here (the local node offers no GPUs, which "
+            f"{', '.join(held)} request); no pod was started, as a gang scheduler holds them all"
+        )
 
     def _outcome(self) -> tuple[str, str, str] | None:
         """A Failed condition of any Job fails the job (Kubeflow: any replica's permanent error

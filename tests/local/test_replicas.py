@@ -8,6 +8,7 @@ cluster plan (pod names, Service names) is tested directly.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 from pathlib import Path
@@ -409,4 +410,93 @@ def test_clean_pod_policy_none_says_which_pods_a_cluster_would_leave_running(
         "[trainjobs] cleanPodPolicy None: on a cluster pod(s) keep-ps-0 would keep running after "
         "the job ends; a local run stops them as it exits"
     ) in run.lines
+    assert leaks(run) == []
+
+
+def test_a_gang_that_cannot_be_placed_whole_starts_no_pod(tmp_path: Path) -> None:
+    document = tf_job("held", {"Chief": (1, "echo started"), "Worker": (2, "echo started")})
+    document["spec"]["runPolicy"]["schedulingPolicy"] = {"minAvailable": 3}
+    worker = document["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
+    worker["schedulerName"] = "volcano"
+    worker["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": 1}}
+
+    run = Run(write(tmp_path / "job.yaml", document), tmp_path / "run")
+
+    assert run.exit_code == 1
+    assert (run.summary["outcome"], run.summary["reason"], run.summary["message"]) == (
+        "Failed",
+        "Unschedulable",
+        "the job's PodGroup needs 3 pods placed together and only 1 can be placed here (the "
+        "local node offers no GPUs, which held-worker-0, held-worker-1 request); no pod was "
+        "started, as a gang scheduler holds them all",
+    )
+    assert not [line for line in run.lines if line.endswith("] started")]
+    assert leaks(run) == []
+
+
+# -- torchrun (elastic) -------------------------------------------------------------------------
+
+ELASTIC_EXAMPLE = REPO / "jobs" / "pytorch-elastic.yaml"
+
+
+def container_processes(pod: str, program: str) -> list[int]:
+    """Processes of a local pod's container whose command line names ``program``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            environ = (entry / "environ").read_bytes()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if f"TRAINJOBS_LOCAL_POD={pod}\0".encode() in environ and program.encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+@needs_pod_network
+def test_the_torchrun_example_trains_over_two_nodes(tmp_path: Path) -> None:
+    run = Run(ELASTIC_EXAMPLE, tmp_path / "run")
+
+    assert run.exit_code == 0
+    assert (run.summary["outcome"], run.summary["reason"]) == ("Succeeded", "Completed")
+    final = [line for line in run.pod_log("pytorch-elastic-worker-0") if line.startswith("final")]
+    assert len(final) == 1 and float(final[0].rpartition(" ")[2]) >= 0.90
+    assert (
+        "training on 2 rank(s) (gloo backend): digits, 1437 training and 360 validation samples"
+        in run.pod_log("pytorch-elastic-worker-0")
+    )
+    assert leaks(run) == []
+
+
+@needs_pod_network
+def test_a_torchrun_node_killed_mid_run_is_restarted_and_rejoins_the_group(tmp_path: Path) -> None:
+    document = yaml.safe_load(ELASTIC_EXAMPLE.read_text())
+    worker = document["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
+    worker["containers"][0]["args"] = ["--epochs", "60"]
+    killed: list[int] = []
+
+    def kill_worker_1_at_epoch_3(line: str, process: subprocess.Popen[str]) -> None:
+        if not killed and line.startswith("[pytorch-elastic-worker-0] epoch 3/60"):
+            killed.extend(container_processes("pytorch-elastic-worker-1", "torchrun"))
+            for pid in killed:
+                os.kill(pid, signal.SIGKILL)
+
+    run = Run(
+        write(tmp_path / "job.yaml", document), tmp_path / "run", on_line=kill_worker_1_at_epoch_3
+    )
+
+    assert len(killed) == 1
+    assert run.exit_code == 0
+    assert (
+        "[trainjobs] pod pytorch-elastic-worker-1: container pytorch exited with code 137; "
+        "restarting the container in place (restartPolicy OnFailure, retry 1 of backoffLimit 6)"
+    ) in run.lines
+    log = run.pod_log("pytorch-elastic-worker-0")
+    # The group trained again from its first epoch after the node came back.
+    assert len([line for line in log if line.startswith("epoch 1/60: loss")]) >= 2
+    final = [line for line in log if line.startswith("final validation accuracy: ")]
+    assert len(final) == 1 and float(final[0].rpartition(" ")[2]) >= 0.90
+    # torch 2.13's c10d rendezvous may need the rejoining node to start once more (its first
+    # join can wait out the store's 60 s read timeout); the job still ends well within limits.
+    assert 1 <= run.summary["jobs"]["pytorch-elastic-worker-1"]["retries"] <= 2
     assert leaks(run) == []

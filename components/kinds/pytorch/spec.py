@@ -36,6 +36,7 @@ from components.core.replica_spec import (
     check_run_policy,
     deciding_restart,
     env_override_warnings,
+    gang_for,
     replica_group,
     restart_for,
     run_settings,
@@ -204,6 +205,9 @@ def parse(
         raise SpecError(source, problems, warnings)
     problems += check_names(job, plan["groups"])
     warnings += env_override_warnings(plan["groups"], plan["env"], plan["env_target"])
+    plan["gang"] = gang_for(
+        plan["groups"], plan["run"], options.gang_scheduler, options.gang_scheduler_name, warnings
+    )
     if problems:
         raise SpecError(source, problems, warnings)
     return ReplicaJobPlan(
