@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import copy
+import gzip
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import kubernetes_validate
 import pytest
+import yaml
+
+from components.core.jobset import child_jobs
 
 REPO = Path(__file__).resolve().parent.parent
 # Kubernetes versions every manifest must validate against: the oldest we support and the
@@ -33,8 +39,41 @@ def job() -> dict[str, Any]:
     return copy.deepcopy(MINIMAL_JOB)
 
 
+CRDS = REPO / "tests" / "fixtures" / "crds"
+CRD_FILES = {
+    ("jobset.x-k8s.io/v1alpha2", "JobSet"): "jobset.x-k8s.io_jobsets.yaml.gz",
+    ("scheduling.volcano.sh/v1beta1", "PodGroup"): "volcano_scheduling.volcano.sh_podgroups.yaml",
+    ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): (
+        "scheduler-plugins_scheduling.x-k8s.io_podgroups.yaml"
+    ),
+}
+
+
+@cache
+def crd_schema(api_version: str, kind: str) -> dict[str, Any]:
+    """The openAPIV3Schema of a custom resource's version, from its CRD (tests/fixtures/crds)."""
+    path = CRDS / CRD_FILES[(api_version, kind)]
+    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    crd = yaml.safe_load(text)
+    version = api_version.rsplit("/", 1)[1]
+    served = next(v for v in crd["spec"]["versions"] if v["name"] == version)
+    # Strict at the top, as kubernetes-validate's strict schemas are: no unknown fields.
+    return {**served["schema"]["openAPIV3Schema"], "additionalProperties": False}
+
+
 def schema_problems(manifest: dict[str, Any]) -> list[str]:
-    """First line of each strict schema violation, per Kubernetes version (empty if valid)."""
+    """First line of each strict schema violation, per Kubernetes version (empty if valid).
+
+    A custom resource is checked against its CRD; a JobSet's child Jobs, as its controller
+    makes them, against Kubernetes' own strict schemas too."""
+    key = (manifest.get("apiVersion"), manifest.get("kind"))
+    if key in CRD_FILES:
+        name = f"{manifest['kind']}/{manifest['metadata']['name']}"
+        errors = jsonschema.Draft7Validator(crd_schema(*key)).iter_errors(manifest)
+        problems = sorted(f"{name}: {error.message}" for error in errors)
+        if manifest["kind"] == "JobSet" and not problems:
+            problems += [p for job in child_jobs(manifest) for p in schema_problems(job)]
+        return problems
     problems = []
     for version in KUBERNETES_VERSIONS:
         try:

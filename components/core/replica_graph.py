@@ -21,12 +21,18 @@ API server runs by itself, so that no operator is needed:
 
 The replicas that decide the job (chief, master or worker 0) are created last, after every
 other workload, so that the others are already starting when they begin.
+
+A job labelled with a Kueue queue is one JobSet instead of its per-index workloads (see
+``components/core/jobset.py``): its child Jobs have the same names, pods and env.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 
+from components.core import jobset
+from components.core.errors import Problem
 from components.core.gang import join, pod_group
 from components.core.graph import Graph, Manifest, Node
 from components.core.labels import (
@@ -42,6 +48,7 @@ from components.core.replica_spec import (
     PERMANENT_EXIT_CODES,
     ReplicaGroup,
     ReplicaJobPlan,
+    Success,
 )
 
 ASSETS_DIR = "/etc/trainjobs"
@@ -68,6 +75,14 @@ def build_replica_graph(plan: ReplicaJobPlan) -> Graph:
         first.append(
             graph.add(pod_group(plan.gang, plan.job, plan.namespace, _labels(plan, "gang")))
         )
+    if jobset.is_queued(plan.labels):
+        services = [
+            graph.add(_service(plan, group, index))
+            for group in plan.groups
+            for index in range(group.replicas)
+        ]
+        graph.add(_jobset(plan), *services, *first)
+        return graph
     deciding = {(plan.success.type, index) for index in plan.success.indexes}
     others: list[Node] = []
     last: list[tuple[ReplicaGroup, int, list[Node]]] = []
@@ -85,11 +100,18 @@ def build_replica_graph(plan: ReplicaJobPlan) -> Graph:
 
 
 def _labels(plan: ReplicaJobPlan, component: str) -> dict[str, str]:
-    return common_labels(plan.job, plan.kind, component, plan.labels)
+    return common_labels(plan.job, plan.kind, component, jobset.without_kueue_labels(plan.labels))
 
 
 def _selector(plan: ReplicaJobPlan, group: ReplicaGroup, index: int) -> dict[str, str]:
     return {JOB_NAME: plan.job, REPLICA_TYPE: group.type, REPLICA_INDEX: str(index)}
+
+
+def _service_selector(plan: ReplicaJobPlan, group: ReplicaGroup, index: int) -> dict[str, str]:
+    """A JobSet's pods share a template per type: the controller's index label tells them apart."""
+    if jobset.is_queued(plan.labels):
+        return {JOB_NAME: plan.job, REPLICA_TYPE: group.type, jobset.JOB_INDEX: str(index)}
+    return _selector(plan, group, index)
 
 
 def _is_master_role(plan: ReplicaJobPlan, group: ReplicaGroup, index: int) -> bool:
@@ -122,7 +144,7 @@ def _service(plan: ReplicaJobPlan, group: ReplicaGroup, index: int) -> Manifest:
         "spec": {
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
-            "selector": _selector(plan, group, index),
+            "selector": _service_selector(plan, group, index),
             "ports": ports,
         },
     }
@@ -156,22 +178,29 @@ def _pod_template(plan: ReplicaJobPlan, group: ReplicaGroup, index: int) -> Mani
 
 
 def _workload(plan: ReplicaJobPlan, group: ReplicaGroup, index: int) -> Manifest:
+    if group.restart.pod != "Always":
+        return _job(plan, group, index)
     template = _pod_template(plan, group, index)
     labels = {**_labels(plan, group.type), **_selector(plan, group, index)}
     name = group.name(plan.job, index)
-    if group.restart.pod == "Always":
-        return {
-            "apiVersion": "apps/v1",
-            "kind": "StatefulSet",
-            "metadata": metadata(name, plan.namespace, labels),
-            "spec": {
-                "serviceName": name,
-                "replicas": 0 if plan.run.suspend else 1,
-                "podManagementPolicy": "Parallel",
-                "selector": {"matchLabels": _selector(plan, group, index)},
-                "template": template,
-            },
-        }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": metadata(name, plan.namespace, labels),
+        "spec": {
+            "serviceName": name,
+            "replicas": 0 if plan.run.suspend else 1,
+            "podManagementPolicy": "Parallel",
+            "selector": {"matchLabels": _selector(plan, group, index)},
+            "template": template,
+        },
+    }
+
+
+def _job(plan: ReplicaJobPlan, group: ReplicaGroup, index: int) -> Manifest:
+    template = _pod_template(plan, group, index)
+    labels = {**_labels(plan, group.type), **_selector(plan, group, index)}
+    name = group.name(plan.job, index)
     spec: Manifest = {"parallelism": 1, "completions": 1}
     if group.restart.backoff_limit is not None:
         spec["backoffLimit"] = group.restart.backoff_limit
@@ -207,3 +236,82 @@ def _workload(plan: ReplicaJobPlan, group: ReplicaGroup, index: int) -> Manifest
         "metadata": metadata(name, plan.namespace, labels),
         "spec": spec,
     }
+
+
+def _jobset(plan: ReplicaJobPlan) -> Manifest:
+    """The job as one JobSet (Kueue): a replicated Job per type, the env shared per index."""
+    replicated: list[Manifest] = []
+    offset = 0
+    for group in plan.groups:
+        if group.restart.pod == "Always":
+            # A JobSet runs Jobs only; the closest is restarting the container when it fails.
+            group = dataclasses.replace(
+                group, restart=dataclasses.replace(group.restart, pod="OnFailure")
+            )
+        jobs = [_job(plan, group, index) for index in range(group.replicas)]
+        spec = copy.deepcopy(jobs[0]["spec"])
+        # The JobSet carries these for the whole job (and Kueue owns suspension).
+        spec.pop("suspend", None)
+        spec.pop("ttlSecondsAfterFinished", None)
+        pod_labels = spec["template"]["metadata"]["labels"]
+        del pod_labels[REPLICA_INDEX]
+        if not all(JOB_ROLE in job["spec"]["template"]["metadata"]["labels"] for job in jobs):
+            pod_labels.pop(JOB_ROLE, None)  # worker 0 alone: no per-index label in a template
+        for position, container in enumerate(spec["template"]["spec"]["containers"]):
+            per_index = [
+                job["spec"]["template"]["spec"]["containers"][position].get("env") or []
+                for job in jobs
+            ]
+            if per_index[0]:
+                container["env"] = jobset.shared_env(per_index, offset)
+        labels = {k: v for k, v in jobs[0]["metadata"]["labels"].items() if k != REPLICA_INDEX}
+        replicated.append(
+            {
+                "name": group.type,
+                "replicas": group.replicas,
+                "template": {"metadata": {"labels": labels}, "spec": spec},
+            }
+        )
+        offset += group.replicas
+    deciding = plan.groups_by_type[plan.success.type]
+    operator = "Any" if plan.success.any else "All"
+    return jobset.jobset(
+        plan.job,
+        plan.namespace,
+        {**_labels(plan, "jobset"), **jobset.kueue_labels(plan.labels)},
+        replicated,
+        (operator, deciding.type),
+        suspend=plan.run.suspend,
+        ttl_seconds_after_finished=plan.run.ttl_seconds_after_finished,
+    )
+
+
+def as_queued(plan: ReplicaJobPlan) -> ReplicaJobPlan:
+    """The plan as its JobSet runs it, when Kueue queues the job; with a warning for each
+    thing a JobSet cannot express exactly."""
+    if not jobset.is_queued(plan.labels):
+        return plan
+    warnings = list(plan.warnings)
+    success = plan.success
+    deciding = plan.groups_by_type[success.type]
+    label = f"metadata.labels.{jobset.QUEUE_LABEL}"
+    if len(success.indexes) < deciding.replicas:
+        warnings.append(
+            Problem(
+                label,
+                f"queued as a JobSet, the job succeeds when every {deciding.type} succeeds "
+                f"(a JobSet's success policy names replica types, not indexes; Kubeflow waits "
+                f"for {deciding.type} {', '.join(map(str, success.indexes))} only)",
+            )
+        )
+        success = Success(success.type, tuple(range(deciding.replicas)), success.any)
+    for group in plan.groups:
+        if group.restart.pod == "Always":
+            warnings.append(
+                Problem(
+                    f"{group.source_path}.restartPolicy",
+                    "queued as a JobSet, an Always replica is a Job whose container restarts "
+                    "when it fails (OnFailure): a JobSet runs Jobs only",
+                )
+            )
+    return dataclasses.replace(plan, success=success, warnings=warnings)

@@ -58,9 +58,12 @@ def resource_options(
         parent=parent,
         depends_on=depends_on,
         ignore_changes=ignore_changes or None,
+        # A JobSet's replicated Jobs are immutable (its webhook refuses an update), which
+        # pulumi-kubernetes knows nothing of for a custom resource: any change replaces it.
+        replace_on_changes=["spec"] if node.kind == "JobSet" else None,
         # A Job's pod template is immutable: a changed job is a new Job with the same name,
         # so the old one must go first.
-        delete_before_replace=node.kind == "Job",
+        delete_before_replace=node.kind in ("Job", "JobSet"),
     )
 
 
@@ -136,9 +139,12 @@ class TrainingJob(pulumi.ComponentResource):
         label, so that a failed worker ends the job at once, as in Kubeflow."""
         from components.core.labels import JOB_NAME
 
-        master = self.resources[f"Job/{job.completion_job}"]
+        # A Kueue-queued job is one JobSet: its controller makes the Jobs, and a new JobSet
+        # (a new uid) is a new run.
+        jobset = self.resources.get(f"JobSet/{job.name}")
+        master = jobset or self.resources[f"Job/{job.completion_job}"]
         workloads = [self.resources[f"{w.kind}/{w.name}"] for w in job.workers]
-        has_worker_jobs = any(w.kind == "Job" for w in job.workers)
+        has_worker_jobs = jobset is not None or any(w.kind == "Job" for w in job.workers)
         args = JobCompletionArgs.from_settings(
             settings,
             namespace=job.namespace,

@@ -14,7 +14,8 @@ from typing import Any
 from components.core.documents import load_file
 from components.core.errors import Problem, SpecError
 from components.core.graph import Graph, GraphOptions
-from components.core.replica_graph import build_replica_graph
+from components.core.jobset import QUEUE_LABEL, is_queued
+from components.core.replica_graph import as_queued, build_replica_graph
 from components.core.replica_spec import ReplicaJobPlan
 from components.kinds.chainer import graph as chainer_graph
 from components.kinds.chainer import spec as chainer_spec
@@ -65,6 +66,18 @@ def _chainer(
     document: dict[str, Any], source: str, namespace: str, options: GraphOptions
 ) -> JobDefinition:
     plan = chainer_spec.parse(document, source, namespace)
+    if is_queued(plan.labels):
+        raise SpecError(
+            source,
+            [
+                Problem(
+                    f"metadata.labels.{QUEUE_LABEL}",
+                    "a ChainerJob cannot be queued by Kueue as one unit (its workers are a "
+                    "StatefulSet, which Kueue would admit apart from the master's Job); remove "
+                    "the label (TFJobs and PyTorchJobs can be queued)",
+                )
+            ],
+        )
     return JobDefinition(
         kind=chainer_spec.KIND,
         name=plan.names.job,
@@ -80,6 +93,8 @@ def _chainer(
 
 
 def _replica_definition(plan: ReplicaJobPlan) -> JobDefinition:
+    plan = as_queued(plan)
+    queued = is_queued(plan.labels)
     deciding = {
         plan.groups_by_type[plan.success.type].name(plan.job, index)
         for index in plan.success.indexes
@@ -99,7 +114,8 @@ def _replica_definition(plan: ReplicaJobPlan) -> JobDefinition:
         namespace=plan.namespace,
         graph=build_replica_graph(plan),
         success_jobs=tuple(sorted(deciding, key=[w.name for w in workloads].index)),
-        workers=[w for w in workloads if w.name not in deciding],
+        # A JobSet deletes its still-active Jobs itself once it has finished.
+        workers=[] if queued else [w for w in workloads if w.name not in deciding],
         worker_pods=[w.name for w in workloads if w.name not in deciding],
         success_any=plan.success.any,
         clean_pod_policy=plan.run.clean_pod_policy,

@@ -32,6 +32,7 @@ from typing import Any
 
 from components.core.errors import UserError
 from components.core.graph import Graph, Manifest
+from components.core.jobset import child_jobs
 from components.core.pod_template import GPU_RESOURCE
 
 DEFAULT_BACKOFF_LIMIT = 6
@@ -191,6 +192,9 @@ def plan_cluster(
             workers += _statefulset_pods(manifest, accounts)
         elif node.kind == "Job":
             jobs.append(_job_plan(manifest, accounts))
+        elif node.kind == "JobSet":
+            # Run as the JobSet controller would run it: its child Jobs, named and annotated.
+            jobs += [_job_plan(child, accounts) for child in child_jobs(manifest)]
         elif node.kind not in _PASSIVE_KINDS:
             raise UserError(
                 f"local runs cannot run {node.key} yet (they run Jobs and StatefulSets); run "

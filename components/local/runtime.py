@@ -62,6 +62,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from components.core.errors import UserError
+from components.core.jobset import QUEUE_LABEL
 from components.core.manifests import write_manifests
 from components.images import catalogue
 from components.images.declarations import Image
@@ -268,6 +269,13 @@ class Run:
                 f"running {self.job.kind} {self.job.name}: {len(self.plan.pods)} pod(s) on "
                 f"{self.network.mode} network, run directory {self.run_dir}"
             )
+            for node in self.job.graph.nodes:
+                if node.kind == "JobSet":
+                    queue = node.manifest["metadata"]["labels"].get(QUEUE_LABEL)
+                    self.sink.event(
+                        f"JobSet {node.name}: on a cluster Kueue admits it whole from queue "
+                        f"{queue}; here its Jobs start as the JobSet controller creates them"
+                    )
             write_manifests(self.job.graph.manifests(), _mkdir(self.run_dir / "manifests"))
             self.publish()
             self.network.up()

@@ -395,3 +395,25 @@ def test_a_duplicate_name_is_reported_against_the_right_files_when_another_file_
         "jobs/c.yaml: invalid job spec (1 problem(s))",
         "  metadata.name: job 'same' is also defined in jobs/b.yaml",
     ]
+
+
+def test_a_kueue_queued_job_is_one_jobset_resource_replaced_whole(tmp_path):
+    sample = REPO / "tests" / "corpus" / "pytorchjob-v1-kueue-sample-pytorchjob.yaml"
+    project = make_project(
+        tmp_path, {"trainjobs:job": "jobs/queued.yaml"}, {"queued.yaml": sample.read_text()}
+    )
+
+    result = run_preview("test", project)
+
+    objects = [(r.type, r.name, r.delete_before_replace) for r in result.kubernetes_objects()]
+    assert objects == [
+        ("kubernetes:core/v1:Service", "pytorch-simple-master-0", False),
+        ("kubernetes:core/v1:Service", "pytorch-simple-worker-0", False),
+        ("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", "pytorch-simple", True),
+    ]
+    queued = [
+        r.name
+        for r in result.kubernetes_objects()
+        if "kueue.x-k8s.io/queue-name" in (r.inputs["metadata"].get("labels") or {})
+    ]
+    assert queued == ["pytorch-simple"]

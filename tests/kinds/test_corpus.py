@@ -10,7 +10,9 @@ trainjobs' own code.
 
 from __future__ import annotations
 
+import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ import pytest
 import yaml
 
 from components.cli import main
+from components.core.jobset import child_jobs
 from components.kinds.registry import JobDefinition, load_job
 from tests.conftest import REPO, schema_problems
 
@@ -224,8 +227,41 @@ REPLICA_CASES = [
 
 
 def workload(job: JobDefinition, name: str) -> dict[str, Any]:
-    node = next(node for node in job.graph.nodes if node.name == name and node.kind != "Service")
-    return node.manifest["spec"]["template"]["spec"]
+    """The pod spec of a replica's workload; for a JobSet (Kueue), of the child Job its
+    controller makes, with the env as the kubelet resolves it."""
+    for node in job.graph.nodes:
+        if node.kind == "JobSet":
+            for child in child_jobs(node.manifest):
+                if child["metadata"]["name"] == name:
+                    return resolved(child["spec"]["template"])
+        elif node.name == name and node.kind != "Service":
+            return node.manifest["spec"]["template"]["spec"]
+    raise AssertionError(f"no workload {name}")
+
+
+def expand(text: str, values: dict[str, str]) -> str:
+    """Kubernetes' $(VAR) expansion: defined variables replaced, $$ a literal $."""
+    return re.sub(
+        r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+        lambda m: "$" if m.group(0) == "$$" else values.get(m.group(1), m.group(0)),
+        text,
+    )
+
+
+def resolved(template: dict[str, Any]) -> dict[str, Any]:
+    """Env values as the kubelet gives them: annotation fieldRefs read, $(VAR) expanded."""
+    annotations = template["metadata"]["annotations"]
+    pod = copy.deepcopy(template["spec"])
+    for container in pod["containers"]:
+        values: dict[str, str] = {}
+        for item in container.get("env", []):
+            if "valueFrom" in item:
+                path = item["valueFrom"]["fieldRef"]["fieldPath"]
+                values[item["name"]] = annotations[path.split("'")[1]]
+            else:
+                values[item["name"]] = expand(item["value"], values)
+        container["env"] = [{"name": name, "value": value} for name, value in values.items()]
+    return pod
 
 
 @pytest.mark.parametrize(

@@ -500,3 +500,24 @@ def test_a_torchrun_node_killed_mid_run_is_restarted_and_rejoins_the_group(tmp_p
     # join can wait out the store's 60 s read timeout); the job still ends well within limits.
     assert 1 <= run.summary["jobs"]["pytorch-elastic-worker-1"]["retries"] <= 2
     assert leaks(run) == []
+
+
+@needs_pod_network
+def test_a_kueue_queued_job_runs_its_jobset_as_the_jobset_controller_would(tmp_path: Path) -> None:
+    script = 'echo "TF_CONFIG=$TF_CONFIG"'
+    document = tf_job("queued", {"Chief": (1, script), "Worker": (2, script)})
+    document["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "user-queue"}
+    unqueued = parse_job(tf_job("queued", {"Chief": (1, script), "Worker": (2, script)}), "x")
+
+    run = Run(write(tmp_path / "job.yaml", document), tmp_path / "run")
+
+    assert run.exit_code == 0
+    assert run.lines[1] == (
+        "[trainjobs] JobSet queued: on a cluster Kueue admits it whole from queue user-queue; "
+        "here its Jobs start as the JobSet controller creates them"
+    )
+    for pod in ("queued-chief-0", "queued-worker-0", "queued-worker-1"):
+        env = unqueued.graph.get(f"Job/{pod}").manifest["spec"]["template"]["spec"]
+        (tf_config,) = [e["value"] for e in env["containers"][0]["env"] if e["name"] == "TF_CONFIG"]
+        assert run.pod_log(pod) == [f"TF_CONFIG={tf_config}"]
+    assert leaks(run) == []

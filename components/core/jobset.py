@@ -1,0 +1,183 @@
+"""One JobSet for a Kueue-queued TFJob or PyTorchJob, so that Kueue admits it whole or not at all.
+
+Kueue admits each object it manages as one Workload. Labelled Job by Job, a training job would
+be admitted replica by replica: the master could hold its quota while the workers wait, the
+deadlock that gang scheduling exists to avoid. Kueue's documented unit for a group of Jobs is a
+JobSet (``jobset.x-k8s.io/v1alpha2``, Kueue's ``jobset`` integration, enabled by default): one
+Workload whose pod sets are the JobSet's replicated Jobs, admitted together.
+
+The JobSet has one replicated Job per replica type, in the job's replica order. Its controller
+names the child Jobs ``<jobset>-<replicatedJob>-<index>`` (jobset ``pkg/controllers``,
+``GenJobName``): with the JobSet named like the job and each replicated Job like its type, those
+are the ``<job>-<type>-<i>`` names of the per-index graph, so the Services, TF_CONFIG addresses
+and the completion watcher stay as they are. A replicated Job shares one pod template across
+its indexes, so a value that differs per index (TF_CONFIG's task index, PyTorch's RANK) is
+written with Kubernetes' ``$(VAR)`` expansion of a variable read through the downward API from
+an annotation the JobSet controller puts on every pod (``labelAndAnnotateObject``):
+``jobset.sigs.k8s.io/job-index`` (the index within its type) or
+``jobset.sigs.k8s.io/job-global-index`` (its position across all replicated Jobs: PyTorch's
+RANK, the master coming first). Expanded, every pod's env is the operator's, byte for byte.
+The global index needs JobSet v0.6.0 or later.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+from components.core.graph import Manifest
+
+API_VERSION = "jobset.x-k8s.io/v1alpha2"
+KUEUE_PREFIX = "kueue.x-k8s.io/"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
+REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
+JOB_INDEX = "jobset.sigs.k8s.io/job-index"
+GLOBAL_INDEX = "jobset.sigs.k8s.io/job-global-index"
+
+INDEX_VARIABLES = {
+    JOB_INDEX: "TRAINJOBS_JOB_INDEX",
+    GLOBAL_INDEX: "TRAINJOBS_JOB_GLOBAL_INDEX",
+}
+"""The env variables that carry the JobSet's index annotations into ``$(...)`` references."""
+
+
+def is_queued(labels: dict[str, str]) -> bool:
+    return QUEUE_LABEL in labels
+
+
+def kueue_labels(labels: dict[str, str]) -> dict[str, str]:
+    """The labels Kueue reads (queue name, workload priority class): the JobSet's alone."""
+    return {key: value for key, value in labels.items() if key.startswith(KUEUE_PREFIX)}
+
+
+def without_kueue_labels(labels: dict[str, str]) -> dict[str, str]:
+    """Every other object keeps the job's labels but these: a Job or Pod carrying a queue
+    name would be admitted by Kueue on its own."""
+    return {key: value for key, value in labels.items() if not key.startswith(KUEUE_PREFIX)}
+
+
+def child_job_name(jobset: str, replicated_job: str, index: int) -> str:
+    """The name the JobSet controller gives a child Job."""
+    return f"{jobset}-{replicated_job}-{index}"
+
+
+def shared_env(per_index: Sequence[Sequence[Manifest]], offset: int) -> list[Manifest]:
+    """One env list for every index of a replicated Job whose pods need ``per_index[i]``.
+
+    Values equal across indexes stay literal. A value that differs is the same text around
+    the index (``offset`` + index for the global one), which becomes a ``$(...)`` reference
+    to a variable read from the pod's annotation; those variables come first, as expansion
+    only sees variables defined earlier in the list.
+    """
+    names = [[item["name"] for item in env] for env in per_index]
+    if any(other != names[0] for other in names):
+        raise ValueError("every index of a replica type must get the same env variables")
+    shared: list[Manifest] = []
+    needed: list[str] = []
+    for position, item in enumerate(per_index[0]):
+        values = [str(env[position].get("value", "")) for env in per_index]
+        if "valueFrom" in item or all(value == values[0] for value in values):
+            shared.append(dict(item))
+            continue
+        annotation, text = _indexed(values, offset)
+        if annotation not in needed:
+            needed.append(annotation)
+        shared.append({"name": item["name"], "value": text})
+    sources = [
+        {
+            "name": INDEX_VARIABLES[annotation],
+            "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{annotation}']"}},
+        }
+        for annotation in sorted(needed)
+    ]
+    return [*sources, *shared]
+
+
+def _indexed(values: list[str], offset: int) -> tuple[str, str]:
+    """The annotation and the ``$(...)`` text that give ``values[i]`` for every index i."""
+    prefix = _common_prefix(values)
+    suffix = _common_prefix([value[len(prefix) :][::-1] for value in values])[::-1]
+    middles = [value[len(prefix) : len(value) - len(suffix)] for value in values]
+    escaped_prefix, escaped_suffix = prefix.replace("$", "$$"), suffix.replace("$", "$$")
+    for annotation, first in ((JOB_INDEX, 0), (GLOBAL_INDEX, offset)):
+        if middles == [str(first + index) for index in range(len(values))]:
+            variable = INDEX_VARIABLES[annotation]
+            return annotation, f"{escaped_prefix}$({variable}){escaped_suffix}"
+    raise ValueError(f"a per-index env value is not a function of the JobSet's index: {values}")
+
+
+def _common_prefix(values: list[str]) -> str:
+    shortest = min(values, key=len)
+    for position, character in enumerate(shortest):
+        if any(value[position] != character for value in values):
+            return shortest[:position]
+    return shortest
+
+
+def jobset(
+    name: str,
+    namespace: str,
+    labels: dict[str, str],
+    replicated_jobs: list[Manifest],
+    success: tuple[str, str],
+    *,
+    suspend: bool = False,
+    ttl_seconds_after_finished: int | None = None,
+) -> Manifest:
+    """The JobSet: ``success`` is (operator All or Any, the replicated Job that decides).
+
+    No failure policy: the JobSet fails as soon as one child Job fails, which is when
+    Kubeflow fails the job (each child Job retries within its own backoffLimit first).
+    No DNS hostnames either: the job's own headless Services name every pod, as Kubeflow's do.
+    """
+    operator, target = success
+    spec: Manifest = {
+        "network": {"enableDNSHostnames": False},
+        "successPolicy": {"operator": operator, "targetReplicatedJobs": [target]},
+        "replicatedJobs": replicated_jobs,
+    }
+    if suspend:
+        spec["suspend"] = True
+    if ttl_seconds_after_finished is not None:
+        spec["ttlSecondsAfterFinished"] = ttl_seconds_after_finished
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": spec,
+    }
+
+
+def child_jobs(manifest: Manifest) -> list[Manifest]:
+    """The Jobs the JobSet controller creates for a JobSet, labelled and annotated as it does
+    (``constructJob`` and ``labelAndAnnotateObject``): what a local run starts in its place."""
+    name = manifest["metadata"]["name"]
+    jobs: list[Manifest] = []
+    global_index = 0
+    for replicated in manifest["spec"]["replicatedJobs"]:
+        for index in range(int(replicated.get("replicas", 1))):
+            marks = {
+                JOBSET_NAME: name,
+                REPLICATED_JOB: replicated["name"],
+                JOB_INDEX: str(index),
+                GLOBAL_INDEX: str(global_index),
+            }
+            template = copy.deepcopy(replicated["template"])
+            spec = template["spec"]
+            pod_meta = spec["template"].setdefault("metadata", {})
+            for meta in (template.setdefault("metadata", {}), pod_meta):
+                meta["labels"] = {**(meta.get("labels") or {}), **marks}
+                meta["annotations"] = {**(meta.get("annotations") or {}), **marks}
+            if manifest["spec"].get("suspend"):
+                spec["suspend"] = True
+            metadata = {
+                **template["metadata"],
+                "name": child_job_name(name, replicated["name"], index),
+                "namespace": manifest["metadata"]["namespace"],
+            }
+            job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec}
+            jobs.append(job)
+            global_index += 1
+    return jobs
