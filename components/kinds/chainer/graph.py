@@ -184,6 +184,15 @@ def _worker_statefulset(
     if "command" not in container and "args" not in container:
         container["command"] = list(WORKER_COMMAND)
     with_env(container, MPI_ENV)
+    # Each daemon Open MPI starts here checks that the rsh agent it was handed exists (the
+    # rsh launcher's component query in orte/mca/plm/rsh/plm_rsh_component.c), though with
+    # no tree spawn it never runs it: the assets are mounted here too, read-only, as
+    # chainer-operator mounted them on its workers (newWorkerSet in its mpi backend).
+    container["volumeMounts"] = [
+        *(container.get("volumeMounts") or []),
+        {"name": ASSETS_VOLUME, "mountPath": assets.ASSETS_DIR, "readOnly": True},
+    ]
+    pod["volumes"] = [*(pod.get("volumes") or []), _assets_volume(plan)]
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
@@ -199,6 +208,10 @@ def _worker_statefulset(
     }
 
 
+def _assets_volume(plan: ChainerJobPlan) -> Manifest:
+    return {"name": ASSETS_VOLUME, "configMap": {"name": plan.names.assets, "defaultMode": 0o555}}
+
+
 def _master_job(plan: ChainerJobPlan, options: GraphOptions, labels: dict[str, str]) -> Manifest:
     names = plan.names
     template = copy.deepcopy(plan.master.template)
@@ -209,12 +222,7 @@ def _master_job(plan: ChainerJobPlan, options: GraphOptions, labels: dict[str, s
     pod["hostname"] = names.master
     container = main_container(template, plan.master.container)
     env = [{"name": "OMPI_MCA_orte_default_hostfile", "value": assets.HOSTFILE}]
-    volumes = [
-        {
-            "name": ASSETS_VOLUME,
-            "configMap": {"name": names.assets, "defaultMode": 0o555},
-        }
-    ]
+    volumes = [_assets_volume(plan)]
     mounts = [{"name": ASSETS_VOLUME, "mountPath": assets.ASSETS_DIR, "readOnly": True}]
     if plan.workers:
         pod["subdomain"] = names.service
@@ -222,6 +230,11 @@ def _master_job(plan: ChainerJobPlan, options: GraphOptions, labels: dict[str, s
         pod["automountServiceAccountToken"] = True
         env += [
             {"name": "OMPI_MCA_plm_rsh_agent", "value": assets.KUBEXEC},
+            # The master starts every worker's daemon itself. Open MPI 4 otherwise has daemons
+            # start further daemons with the same agent (tree spawn), and a worker has neither
+            # kubexec.sh nor kubectl, nor the Role's exec right: its orted fails in the rsh
+            # launcher's query (orte/mca/plm/rsh/plm_rsh_component.c, "Not found").
+            {"name": "OMPI_MCA_plm_rsh_no_tree_spawn", "value": "1"},
             {"name": "TRAINJOBS_KUBECTL", "value": assets.KUBECTL},
             *MPI_ENV,
         ]
