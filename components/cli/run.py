@@ -9,6 +9,7 @@ from components.core.errors import UserError
 from components.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS
 
 NETWORK_CHOICES = ("auto", "netns", "loopback")
+RUNTIME_CHOICES = ("process", "container")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -48,8 +49,44 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="REF=DECLARED",
         help="run image REF as the declared image DECLARED (see components/images/catalogue.py)",
     )
+    run.add_argument(
+        "--runtime",
+        choices=RUNTIME_CHOICES,
+        default="process",
+        help="process (default): containers as host processes from the declared images' "
+        "local environments; container: each pod a real pod of the job's own images on "
+        "podman or docker",
+    )
+    run.add_argument(
+        "--engine",
+        choices=("podman", "docker"),
+        help="with --runtime container: the engine (default: podman, else docker)",
+    )
     run.add_argument("--namespace", default="default", help="if the spec names none")
     run.set_defaults(handler=_run)
+    clean = subparsers.add_parser(
+        "clean",
+        help="remove what killed local runs left behind (container runs' pods, containers and "
+        "networks)",
+        description="Remove the pods, containers and networks of container runs whose trainjobs "
+        "process is gone (killed before its own clean-up); runs still going are left alone.",
+    )
+    clean.add_argument("--engine", choices=("podman", "docker"), help="default: every engine here")
+    clean.set_defaults(handler=_clean)
+
+
+def _clean(args: argparse.Namespace) -> int:
+    from components.engines.engine import available_engines
+    from components.local.container.cleanup import remove_stale
+
+    for engine in available_engines(args.engine):
+        removed = remove_stale(engine)
+        print(
+            f"{engine.name}: removed {', '.join(removed)}"
+            if removed
+            else f"{engine.name}: nothing left"
+        )
+    return 0
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -72,7 +109,16 @@ def _run(args: argparse.Namespace) -> int:
         options = GraphOptions(wait_timeout_seconds=args.wait_timeout)
     job = load_job(args.file, args.namespace, options)
     report_warnings(args.file, job)
+    if args.engine and args.runtime != "container":
+        raise UserError("--engine: only with --runtime container")
     result = run_job(
-        job, RunOptions(run_dir=args.run_dir, network=args.network, image_aliases=aliases)
+        job,
+        RunOptions(
+            run_dir=args.run_dir,
+            network=args.network,
+            image_aliases=aliases,
+            runtime=args.runtime,
+            engine=args.engine,
+        ),
     )
     return result.exit_code

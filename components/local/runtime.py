@@ -78,6 +78,9 @@ from components.local.network import (
     NETNS_RUN,
     LoopbackNetwork,
     NamespaceNetwork,
+    Network,
+    PodHost,
+    PodName,
     netns_available,
 )
 from components.local.pod_run import POLL_SECONDS, PodRun
@@ -110,6 +113,11 @@ class RunOptions:
     """Undeclared image reference -> declared reference to run it as."""
     stream: IO[str] | None = None
     """Where pod output and the summary go. Default: stdout."""
+    runtime: str = "process"
+    """process (containers as host processes) or container (an engine's pods; see
+    :mod:`components.local.container`)."""
+    engine: str | None = None
+    """The container runtime's engine: podman or docker; None: whichever answers."""
 
 
 def run_job(job: JobDefinition, options: RunOptions | None = None) -> RunResult:
@@ -118,6 +126,10 @@ def run_job(job: JobDefinition, options: RunOptions | None = None) -> RunResult:
     if options.network not in NETWORK_MODES:
         raise UserError(f"--network must be one of {', '.join(NETWORK_MODES)}")
     plan = plan_cluster(job.graph, job.success_jobs, job.success_any)
+    if options.runtime == "container":
+        from components.local.container.runtime import container_run
+
+        return container_run(job, plan, options).execute()
     _check_images(plan, options.image_aliases)
     run = Run(job, plan, options)
     return run.execute()
@@ -181,13 +193,8 @@ class Run:
         self.run_id = secrets.token_hex(3)
         while Path(f"/sys/class/net/tj-{self.run_id}").exists():
             self.run_id = secrets.token_hex(3)
-        mode = self._network_mode()
         pods = [(pod.name, pod.hostname, pod.subdomain, pod.service_names) for pod in plan.pods]
-        self.network: NamespaceNetwork | LoopbackNetwork = (
-            NamespaceNetwork(self.run_id, plan.namespace, pods)
-            if mode == "netns"
-            else LoopbackNetwork(pods)
-        )
+        self.network = self.make_network(pods)
         hosts = {host.pod: host for host in self.network.hosts}
         created = not self.run_dir.exists()
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -198,11 +205,11 @@ class Run:
         try:
             self.jobs = [
                 JobRun(
-                    job_plan, [PodRun(pod, hosts[pod.name], self) for pod in job_plan.pods], self
+                    job_plan, [self.make_pod(pod, hosts[pod.name]) for pod in job_plan.pods], self
                 )
                 for job_plan in plan.jobs
             ]
-            self.workers = [PodRun(pod, hosts[pod.name], self) for pod in plan.workers]
+            self.workers = [self.make_pod(pod, hosts[pod.name]) for pod in plan.workers]
         except UserError:
             # The directory was new or empty: leave it as it was.
             for child in [self.run_dir] if created else list(self.run_dir.iterdir()):
@@ -213,6 +220,16 @@ class Run:
     @property
     def pods(self) -> list[PodRun]:
         return [*(pod for job in self.jobs for pod in job.pods), *self.workers]
+
+    def make_network(self, pods: list[PodName]) -> Network:
+        """The pods' network: namespaces on a bridge, or loopback (see ``--network``)."""
+        if self._network_mode() == "netns":
+            return NamespaceNetwork(self.run_id, self.plan.namespace, pods)
+        return LoopbackNetwork(pods)
+
+    def make_pod(self, plan: PodPlan, host: PodHost) -> PodRun:
+        """A pod of this runtime: containers as host processes in the pod's namespaces."""
+        return PodRun(plan, host, self)
 
     def _network_mode(self) -> str:
         requested = self.options.network
