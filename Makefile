@@ -15,7 +15,8 @@ ENGINE_PACKAGES := podman runc netavark iptables catatonit debootstrap
 # configuration and CA bundle, and no registry (a bootstrapped base, the kubectl stand-in).
 # `make engine ENGINE_SETTINGS=` builds from the public sources instead.
 ENGINE_SETTINGS ?= --host-config --no-registry
-HAVE_ENGINE = command -v podman >/dev/null || docker version >/dev/null 2>&1
+# As root with an engine (others build with `trainjobs images build` themselves).
+HAVE_ENGINE = [ "$$(id -u)" = 0 ] && { command -v podman >/dev/null || docker version >/dev/null 2>&1; }
 
 .PHONY: setup system-deps engine-deps engine container-images test lint run preview crds images bench clean
 
@@ -46,7 +47,7 @@ engine-deps:
 engine: setup engine-deps
 	@if $(HAVE_ENGINE); then \
 		$(BIN)/trainjobs images configure $(ENGINE_SETTINGS) && $(BIN)/trainjobs images bootstrap; \
-	else echo "no container engine here: container runs and image builds are skipped"; fi
+	else echo "no container engine (or not root): container images are not built here"; fi
 
 # The CPU images the examples run, tagged as jobs name them; a current image is kept.
 container-images: engine

@@ -36,6 +36,9 @@ Kubernetes semantics kept, and where they live:
   nothing local could ever make room for it; unschedulable workers are left to the cluster
   waiter, which names them when it gives up.
 
+With ``--runtime container`` the same run drives real pods on a container engine instead
+(:mod:`components.local.container`, through :meth:`Run.make_network` and :meth:`Run.make_pod`).
+
 Nothing leaks: whatever happens (success, failure, deadline, an exception, SIGINT or SIGTERM),
 the ``finally`` path stops every pod, kills any process that still carries the run's marker
 or sits in one of its namespaces, and removes namespaces, veths and the bridge; leftovers, if
