@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from components.core.errors import UserError
@@ -165,7 +165,14 @@ class ContainerPodRun:
                     f"{where}.volumeMounts[{index}]: volume {mount['name']!r} is not defined"
                 )
             if mount.get("subPath"):
-                source = source / mount["subPath"]
+                sub_path = PurePosixPath(mount["subPath"])
+                # The API server's rule: a mount never reaches outside its volume.
+                if sub_path.is_absolute() or ".." in sub_path.parts:
+                    raise UserError(
+                        f"{where}.volumeMounts[{index}].subPath: {mount['subPath']!r} must be a "
+                        "relative path without '..'"
+                    )
+                source = source / sub_path
             # configMap volumes are always mounted read-only by the kubelet.
             read_only = bool(mount.get("readOnly")) or "configMap" in volumes[mount["name"]]
             mounts.append(Mount(source, mount["mountPath"], read_only))
@@ -210,6 +217,12 @@ class ContainerPodRun:
                 target.chmod(0o777)
         if self.plan.service_account is not None:
             self.run.api.listen(self)
+        for request, _ in self.requests.values():
+            for mount in request.mounts:
+                # The kubelet creates a subPath of an emptyDir on first use.
+                if not mount.source.exists() and self.directory in mount.source.parents:
+                    mount.source.mkdir(parents=True)
+                    mount.source.chmod(0o777)
         env_dir = self.directory / "env"
         env_dir.mkdir(parents=True, exist_ok=True)
         env_dir.chmod(0o700)

@@ -208,6 +208,25 @@ def test_an_image_neither_local_nor_built_by_trainjobs_is_refused(tmp_path: Path
     assert not (tmp_path / "run").exists()
 
 
+def test_a_sub_path_that_leaves_its_volume_is_refused_before_anything_starts(tmp_path: Path):
+    job = single_pod(
+        "escape",
+        "trainjobs/chainer:7.8.1",
+        ["true"],
+        volumes=[{"name": "scratch", "emptyDir": {}}],
+    )
+    container = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    container["volumeMounts"] = [{"name": "scratch", "mountPath": "/data", "subPath": "../../etc"}]
+    run = Run(write_job(tmp_path / "job.yaml", job), tmp_path / "run", *CONTAINER)
+
+    assert run.exit_code == 2
+    assert run.stderr.endswith(
+        "spec.containers[0].volumeMounts[0].subPath: '../../etc' must be a relative path "
+        "without '..'\n"
+    )
+    assert not (tmp_path / "run").exists()
+
+
 # -- failure, signals and kills: nothing left --------------------------------------------------
 
 
