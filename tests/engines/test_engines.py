@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from components.cli import main
 from components.core.errors import UserError
 from components.engines import owners, settings
 from components.engines.docker import Docker
@@ -29,6 +30,7 @@ from components.engines.engine import (
     find_engine,
 )
 from components.engines.podman import Podman
+from tests.conftest import REPO
 
 REQUEST = ContainerRequest(
     name="tj-1-pod-main",
@@ -120,6 +122,11 @@ def test_a_docker_client_without_its_daemon_is_not_an_engine():
         "--engine docker: docker is not installed or does not answer here; install podman (as "
         "root: `make engine`, which also writes this project's engine settings) or start docker"
     )
+
+
+def test_an_engine_is_chosen_only_for_container_runs(capsys: pytest.CaptureFixture):
+    assert main(["run", str(REPO / "jobs" / "chainermn-mnist.yaml"), "--engine", "podman"]) == 2
+    assert capsys.readouterr().err == "error: --engine: only with --runtime container\n"
 
 
 def test_an_unknown_engine_is_refused():

@@ -246,3 +246,14 @@ def test_the_kubectl_stand_in_image_carries_the_in_container_client():
     kubectl_stand_in.ensure(ENGINES[0], saved_settings(), print)
     inside = engine_text("run", "--rm", kubectl_stand_in.REFERENCE, "cat", "/bin/kubectl")
     assert inside == kubectl_stand_in.CLIENT.read_text()
+
+
+@needs_engine
+def test_a_current_image_is_not_built_again(capsys: pytest.CaptureFixture):
+    image = IMAGES["trainjobs/chainer:7.8.1"]
+
+    assert main(["images", "build", image.reference]) == 0
+    assert capsys.readouterr().out.splitlines()[-2:] == [
+        f"[images] trainjobs/chainer:7.8.1: up to date (recipe {recipe_hash(image)[:12]})",
+        "[images] done: 0 built, 1 up to date",
+    ]
