@@ -200,14 +200,11 @@ def test_the_rsh_agent_and_the_waiter_know_every_pod_of_every_worker_set(job):
         "demo-workerset-b-0) ;;",
         "demo-workerset-b-1) ;;",
     ]
-    checks = [
-        line.strip() for line in data["cluster_waiter.sh"].splitlines() if "check demo" in line
-    ]
-    assert checks == [
-        "check demo-workerset-a-0 demo-workerset-a-0.demo.default.svc",
-        "check demo-workerset-b-0 demo-workerset-b-0.demo.default.svc",
-        "check demo-workerset-b-1 demo-workerset-b-1.demo.default.svc",
-    ]
+    assert (
+        "workers='demo-workerset-a-0 demo-workerset-a-0.demo.default.svc\n"
+        "demo-workerset-b-0 demo-workerset-b-0.demo.default.svc\n"
+        "demo-workerset-b-1 demo-workerset-b-1.demo.default.svc'\n"
+    ) in data["cluster_waiter.sh"]
 
 
 def test_secret_files_make_known_hosts_from_the_public_key():
