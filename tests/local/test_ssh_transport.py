@@ -68,7 +68,9 @@ def key_files(run_dir: Path) -> list[str]:
 def mpi_hello(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """bench/mpi_hello.c, compiled with Open MPI's mpicc."""
     binary = tmp_path_factory.mktemp("mpi") / "mpi_hello"
-    subprocess.run(["mpicc", "-O1", "-o", str(binary), str(REPO / "bench" / "mpi_hello.c")], check=True)
+    subprocess.run(
+        ["mpicc", "-O1", "-o", str(binary), str(REPO / "bench" / "mpi_hello.c")], check=True
+    )
     return binary
 
 
