@@ -38,7 +38,8 @@ Kubernetes semantics kept, and where they live:
 
 Nothing leaks: whatever happens (success, failure, deadline, an exception, SIGINT or SIGTERM),
 the ``finally`` path stops every pod, kills any process that still carries the run's marker
-or sits in one of its namespaces, and removes namespaces, veths and the bridge; leftovers, if
+or sits in one of its namespaces, removes the Secret volumes and the ssh transport's key pair
+(:mod:`components.local.ssh`), and removes namespaces, veths and the bridge; leftovers, if
 any, are reported in the summary. A second Ctrl-C during that clean-up skips the grace period
 but not the clean-up.
 """
