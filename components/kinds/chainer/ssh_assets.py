@@ -252,7 +252,8 @@ probe() {{
     answer=$({_SSH_COMMAND} -n -o ConnectionAttempts=1 -o ConnectTimeout=5 \\
         "$2" 'echo {READY_MARKER}' 2>&1)
     case "$answer" in
-        {READY_MARKER}) why=ready ;;
+        # The marker is the last line (ssh may warn first, e.g. of a home it cannot write).
+        *{READY_MARKER}) why=ready ;;
         *"Could not resolve hostname"*) why=NotResolved ;;
         *"Connection refused"*) why=ConnectionRefused ;;
         *"timed out"*) why=Timeout ;;
