@@ -186,6 +186,17 @@ def _system_apt_step(image: Image) -> str:
     return comment + apt_install_step(_system_packages(image))
 
 
+def _sshd_step() -> str:
+    """What sshd needs beyond its package: nothing of the package's own set-up is kept."""
+    return (
+        "# sshd for the ssh transport, run by the job on a high port with the job's key as its\n"
+        "# host key: the host keys the package made go (every container would share them).\n"
+        "# As root it needs its privilege-separation directory, which Debian's service makes\n"
+        "# at boot and a container never does; as any other user it needs nothing more.\n"
+        + _run("rm -f /etc/ssh/ssh_host_*", "mkdir -p /run/sshd")
+    )
+
+
 def _open_mpi_steps(image: Image) -> str:
     assert image.build is not None and image.build.open_mpi is not None
     mpi = image.build.open_mpi
@@ -295,6 +306,8 @@ def render(image: Image) -> str:
     parts.append(shared)
     if _system_packages(image):
         parts.append(_system_apt_step(image))
+    if "openssh-server" in image.apt_packages:
+        parts.append(_sshd_step())
     if build.open_mpi is not None:
         parts.append(_open_mpi_steps(image))
     if compiled:

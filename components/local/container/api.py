@@ -5,7 +5,8 @@ containers where the token would be (:mod:`components.local.container.kubectl` i
 The socket a call arrives on says which pod calls, so identity cannot be claimed: the pod's
 service account is checked against the job's Role (the grants of
 :mod:`components.local.cluster`), with the API server's Forbidden message, exactly as the
-process runtime's stand-in does (:mod:`components.local.kubectl`).
+process runtime's stand-in does (:mod:`components.local.kubectl`), counting every request in
+the run's ``api-calls.log`` as it does.
 
 - ``get pod POD -o jsonpath={.status.phase}``: the pod's phase, on the caller's stdout;
 - ``exec [-i] POD -c CONTAINER -- COMMAND...``: the engine's exec in the target container, with
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from components.local.container.kubectl import SOCKET_NAME, decode
-from components.local.kubectl import PHASE_JSONPATH, PROGRAM, USAGE
+from components.local.kubectl import CALLS_LOG, PHASE_JSONPATH, PROGRAM, USAGE
 
 if TYPE_CHECKING:
     from components.local.container.pod import ContainerPodRun
@@ -149,6 +150,7 @@ class ApiServer:
         raise CallFailed(f"{PROGRAM}: unsupported call 'kubectl {' '.join(argv)}': {USAGE}", 2)
 
     def _authorize(self, caller: ContainerPodRun, verb: str, resource: str, pod: str) -> None:
+        self._record(caller.name, verb, resource, pod)
         account = caller.plan.service_account
         grants = {tuple(grant) for grant in self.run.plan.grants.get(account or "", [])}
         if (verb, resource, pod) in grants or (verb, resource, "*") in grants:
@@ -159,6 +161,11 @@ class ApiServer:
             f'"system:serviceaccount:{namespace}:{account}" cannot {verb} resource "{resource}" '
             f'in API group "" in the namespace "{namespace}"'
         )
+
+    def _record(self, caller: str, verb: str, resource: str, pod: str) -> None:
+        """Count the request as the process runtime's stand-in does (``api-calls.log``)."""
+        with self.lock, (self.run.run_dir / CALLS_LOG).open("a", encoding="utf-8") as log:
+            log.write(f"{caller} {verb} {resource} {pod}\n")
 
     def _pod(self, name: str) -> ContainerPodRun:
         pod = next((pod for pod in self.run.pods if pod.name == name and not pod.deleted), None)

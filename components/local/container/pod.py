@@ -9,9 +9,10 @@ What a pod template becomes on the engine, as the kubelet would make it:
   engine keeps it); ``workingDir``; and from ``securityContext`` (container, then pod)
   ``runAsUser``/``runAsGroup``, ``readOnlyRootFilesystem``, ``capabilities`` and
   ``allowPrivilegeEscalation: false`` (``privileged`` is refused);
-- volumes: ``configMap`` (the ConfigMap's files, read-only, ``defaultMode`` and ``items``) and
-  ``emptyDir`` (an empty directory every container may write, fresh for each new pod), bind-
-  mounted from the pod's directory in the run directory, ``subPath`` and ``readOnly`` kept;
+- volumes: ``configMap`` (the ConfigMap's files, read-only, ``defaultMode`` and ``items``), the
+  job's own ``secret`` volumes (the ssh transport's key pair, made for the run and removed with
+  it) and ``emptyDir`` (an empty directory every container may write, fresh for each new pod),
+  bind-mounted from the pod's directory in the run directory, ``subPath`` and ``readOnly`` kept;
 - the pod's service account: with a token mounted, the API stand-in's socket appears where the
   token would (:mod:`components.local.container.kubectl`); without one, nothing does;
 - ``/etc/hosts`` and ``/etc/resolv.conf``: the run's (:mod:`components.local.container.network`).
@@ -173,13 +174,14 @@ class ContainerPodRun:
                         "relative path without '..'"
                     )
                 source = source / sub_path
-            # configMap volumes are always mounted read-only by the kubelet.
-            read_only = bool(mount.get("readOnly")) or "configMap" in volumes[mount["name"]]
+            # configMap and secret volumes are always mounted read-only by the kubelet.
+            volume = volumes[mount["name"]]
+            read_only = bool(mount.get("readOnly")) or "configMap" in volume or "secret" in volume
             mounts.append(Mount(source, mount["mountPath"], read_only))
         return tuple(mounts)
 
     def _check_volumes(self) -> None:
-        """Only configMap and emptyDir volumes exist locally."""
+        """Only configMap, emptyDir and the job's own secret volumes exist locally."""
         for index, volume in enumerate(self.plan.spec.get("volumes") or []):
             if "configMap" in volume:
                 if volume["configMap"]["name"] not in self.run.plan.config_maps:
@@ -187,11 +189,18 @@ class ContainerPodRun:
                         f"{self.plan.owner}: volumes[{index}] names ConfigMap "
                         f"{volume['configMap']['name']!r}, which the job does not create"
                     )
+            elif "secret" in volume:
+                if volume["secret"]["secretName"] not in self.run.secret_files:
+                    raise UserError(
+                        f"{self.plan.owner}: volumes[{index}] names Secret "
+                        f"{volume['secret']['secretName']!r}, which the job does not create"
+                    )
             elif "emptyDir" not in volume:
                 kinds = sorted(set(volume) - {"name"})
                 raise UserError(
                     f"{self.plan.owner}: volumes[{index}] ({volume['name']}): {kinds} volumes "
-                    "are not supported by local runs (configMap and emptyDir are)"
+                    "are not supported by local runs (configMap, emptyDir and the job's own "
+                    "Secrets are)"
                 )
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -208,6 +217,17 @@ class ContainerPodRun:
                 containers.materialise_config_map(
                     target,
                     self.run.plan.config_maps[source["name"]],
+                    int(source.get("defaultMode", 0o644)),
+                    source.get("items"),
+                )
+                target.chmod(0o755)
+            elif "secret" in volume:
+                source = volume["secret"]
+                # Files keep the volume's mode (the ssh key: 0400), readable in the container
+                # by its owner only, as the kubelet writes them.
+                containers.materialise_config_map(
+                    target,
+                    self.run.secret_files[source["secretName"]],
                     int(source.get("defaultMode", 0o644)),
                     source.get("items"),
                 )
@@ -278,6 +298,17 @@ class ContainerPodRun:
         for process in self.processes.values():
             process.reap()
         self.run.publish()
+
+    def remove_secret_volumes(self) -> list[str]:
+        """Secret data lives as long as the run: delete it once the pod is gone."""
+        left = []
+        for volume in self.plan.spec.get("volumes") or []:
+            if "secret" in volume:
+                target = self.volume_dirs[volume["name"]]
+                shutil.rmtree(target, ignore_errors=True)
+                if target.exists():
+                    left.append(f"secret volume {target}")
+        return left
 
     def container_name(self, container: str) -> str | None:
         """The engine's name for a container of this pod, if the pod declares it."""

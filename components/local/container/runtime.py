@@ -14,6 +14,7 @@ killed (SIGKILL) leaves them behind with an owner that is gone; the next contain
 
 from __future__ import annotations
 
+import shutil
 import sys
 
 from components.core.errors import UserError
@@ -67,6 +68,14 @@ class ContainerRun(Run):
 
     def make_pod(self, plan: PodPlan, host: PodHost) -> ContainerPodRun:  # type: ignore[override]
         return ContainerPodRun(plan, host, self)
+
+    def check_ssh_transport(self) -> None:
+        """The images bring ssh and sshd; this machine only makes the run's key pair."""
+        if shutil.which("ssh-keygen") is None:
+            raise UserError(
+                "--mpi-transport ssh makes the run's key pair with ssh-keygen, which is not "
+                "on this machine: install Debian's openssh-client (make system-deps as root)"
+            )
 
     def execute(self) -> RunResult:
         removed = remove_stale(self.engine)

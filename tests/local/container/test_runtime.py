@@ -124,6 +124,24 @@ def test_a_chainermn_run_leaves_no_pod_container_or_network(chainermn_run: Run):
     assert left_by(chainermn_run) == []
 
 
+def test_the_kubectl_calls_are_counted_by_the_api_stand_in(chainermn_run: Run):
+    calls = chainermn_run.summary["apiCalls"]
+    # The waiter's get and exec per worker, and mpiexec's exec per worker daemon.
+    assert set(calls) == {"get pods", "create pods/exec"}
+    assert calls["create pods/exec"] >= 4
+
+
+def test_the_ssh_transport_runs_in_containers_with_the_images_own_sshd(tmp_path: Path):
+    job = REPO / "jobs" / "chainermn-mnist.yaml"
+    run = Run(job, tmp_path / "run", *CONTAINER, "--mpi-transport", "ssh")
+
+    assert run.exit_code == 0
+    assert final_accuracy(run) >= 0.95
+    assert run.summary["apiCalls"] == {}
+    assert not (tmp_path / "run" / "ssh").exists()
+    assert left_by(run) == []
+
+
 @pytest.mark.parametrize("example", ["pytorch-mnist", "tf-mnist"])
 def test_pytorch_and_tensorflow_examples_train_in_containers(tmp_path: Path, example: str):
     run = Run(REPO / "jobs" / f"{example}.yaml", tmp_path / "run", *CONTAINER)
