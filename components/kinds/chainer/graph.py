@@ -303,6 +303,10 @@ def _master_job(plan: ChainerJobPlan, options: GraphOptions, labels: dict[str, s
             # kubexec.sh nor kubectl, nor the Role's exec right: its orted fails in the rsh
             # launcher's query (orte/mca/plm/rsh/plm_rsh_component.c, "Not found").
             {"name": "OMPI_MCA_plm_rsh_no_tree_spawn", "value": "1"},
+            # Without tree spawn Open MPI daemonizes each daemon and ends its exec session;
+            # kept attached, a daemon stays the exec stream it was started by, as with tree
+            # spawn (the --daemonize condition in plm_rsh_module.c's setup_launch).
+            {"name": "OMPI_MCA_orte_leave_session_attached", "value": "1"},
             {"name": "TRAINJOBS_KUBECTL", "value": assets.KUBECTL},
             *MPI_ENV,
         ]
