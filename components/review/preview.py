@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-import yaml
 from pulumi.output import Unknown
 from pulumi.runtime import mocks, rpc, settings
 from pulumi.runtime.stack import run_pulumi_func
@@ -25,6 +24,7 @@ from pulumi.runtime.sync_await import _sync_await
 
 from components.core.errors import UserError
 from components.core.manifests import prepare_output_dir, write_manifests
+from components.review.stack_file import stack_settings
 
 PROJECT = "trainjobs"
 REDACTED = "[secret]"
@@ -181,9 +181,8 @@ def stack_config(project_dir: Path, stack: str) -> dict[str, str]:
             sorted(p.stem[len("Pulumi.") :] for p in project_dir.glob("Pulumi.*.yaml"))
         )
         raise UserError(f"no stack file {path.name} in {project_dir}; known stacks: {known}")
-    document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     config: dict[str, str] = {}
-    for key, value in (document.get("config") or {}).items():
+    for key, value in stack_settings(path).items():
         full_key = key if ":" in key else f"{PROJECT}:{key}"
         if isinstance(value, dict) and "secure" in value:
             config[full_key] = REDACTED  # encrypted with the stack's key: not readable offline
