@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from components.cli.jobs import namespace_argument
 from components.core.errors import UserError
 from components.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS
 
@@ -48,7 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="REF=DECLARED",
         help="run image REF as the declared image DECLARED (see components/images/catalogue.py)",
     )
-    run.add_argument("--namespace", default="default", help="if the spec names none")
+    run.add_argument(
+        "--namespace", default="default", type=namespace_argument, help="if the spec names none"
+    )
     run.set_defaults(handler=_run)
 
 
