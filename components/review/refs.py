@@ -88,7 +88,7 @@ def diff_against_ref(
         base_project = export_ref(project_dir, ref, Path(checkout))
         stack_file = f"Pulumi.{stack}.yaml"
         config = config_changes(base_project / stack_file, project_dir / stack_file)
-        prepare_output_dir(previews)
+        prepare_output_dir(previews, "--previews")
         if (base_project / stack_file).is_file():
             preview_in_subprocess(base_project, stack, previews / "base", ref)
             base = load_preview(previews / "base")
