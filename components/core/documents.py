@@ -23,6 +23,8 @@ class UnreadableFile(UserError):
 def read_text(path: str | Path) -> str:
     """A file's text, bounded in size and decoded as UTF-8."""
     source = str(path)
+    if "\0" in source:
+        raise UnreadableFile(source.replace("\0", "\\0"), "a file name cannot hold a NUL character")
     try:
         with open(path, "rb") as handle:
             data = handle.read(safe_yaml.MAX_BYTES + 1)

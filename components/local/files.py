@@ -28,6 +28,8 @@ PRIVATE_FILE = 0o600
 def inside(base: Path, *parts: str) -> Path:
     """``base`` joined with ``parts``, refused unless the result (symlinks resolved) is
     ``base`` itself or lies below it."""
+    if any("\0" in part for part in parts):
+        raise UserError(f"{'/'.join(parts)!r}: a path cannot hold a NUL character")
     joined = base.joinpath(*parts)
     resolved = joined.resolve()
     root = base.resolve()

@@ -97,6 +97,8 @@ class PodRun:
         containers.check_command(argv, env, image, where)
         workdir = inside(self.directory, "containers", container["name"])
         if container.get("workingDir"):
+            if "\0" in container["workingDir"]:
+                raise UserError(f"{where}.workingDir: a path cannot hold a NUL character")
             workdir = paths.host(container["workingDir"]) or workdir
         return ProcessSpec(argv=argv, env=env, cwd=workdir)
 
