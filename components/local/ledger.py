@@ -1,5 +1,6 @@
-"""The record of what a local run creates, written before it is created, so a killed run's
-leftovers can always be found and removed.
+"""The record of what a local run creates, written before anything is created.
+
+With it, a killed run's leftovers can always be found and removed.
 
 A run's ledger is one small JSON file in :func:`state_directory` (``/run/trainjobs`` as
 root: a tmpfs, emptied at boot like the namespaces and processes it lists). It names the run,
