@@ -26,10 +26,8 @@ Check = Callable[[str], list[str]]
 FILE_MODE_ERROR = "must be a number between 0 and 0777 (octal), both inclusive"
 NEGATIVE_ERROR = "must be greater than or equal to 0"
 NOT_INTEGER_ERROR = "must be an integer"
-# validEnvDownwardAPIFieldPathExpressions, plus the subscripted labels and annotations.
+# validEnvDownwardAPIFieldPathExpressions; labels and annotations only with a subscript.
 ENV_FIELD_PATHS = (
-    "metadata.annotations",
-    "metadata.labels",
     "metadata.name",
     "metadata.namespace",
     "metadata.uid",
@@ -392,15 +390,8 @@ def _check_field_path(check: _Checker, field_path: str, path: str) -> None:
         for message in apimachinery.qualified_name(lowered):
             check.invalid(path, key, message)
         return
-    if field_path not in ENV_FIELD_PATHS or field_path in (
-        "metadata.labels",
-        "metadata.annotations",
-    ):
-        supported = ", ".join(
-            json.dumps(p)
-            for p in ENV_FIELD_PATHS
-            if p not in ("metadata.labels", "metadata.annotations")
-        )
+    if field_path not in ENV_FIELD_PATHS:
+        supported = ", ".join(json.dumps(p) for p in ENV_FIELD_PATHS)
         check.add(
             f"{path}.fieldPath",
             f"Unsupported value: {_shown(field_path)}: supported values: {supported}",
