@@ -191,10 +191,17 @@ def _claim(path: Path) -> Path | None:
 
 
 def _alive(pid: Any, starttime: Any) -> bool:
+    """A process with this PID and start time runs (a zombie, killed but not yet reaped by
+    its parent, is dead: it holds nothing and will do nothing more)."""
     if not isinstance(pid, int):
         return False
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
     current = process_start_time(pid)
-    return current is not None and (starttime is None or current == starttime)
+    return state not in ("Z", "X") and current is not None and starttime in (None, current)
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -306,3 +307,25 @@ def test_two_runs_started_together_get_their_own_run_directories(tmp_path):
     assert len(directories) == 2
     assert all((tmp_path / "out" / "runs" / d / "summary.json").is_file() for d in directories)
     assert all("[quick-master] done" in output for output in outputs)
+
+
+def test_a_killed_runtime_not_yet_reaped_by_its_parent_counts_as_dead(tmp_path):
+    # After kill -9 the runtime is a zombie until its parent waits for it: its run is dead.
+    zombie = subprocess.Popen(["sleep", "60"])
+    zombie.kill()
+    time.sleep(0.2)
+    state = Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    assert state == "Z"
+    starttime = Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    record = {
+        "runId": "2omb1e",
+        "job": "demo",
+        "runDir": str(tmp_path),
+        "owner": {"pid": zombie.pid, "starttime": starttime},
+        "created": [],
+    }
+    (ledger.state_directory() / "2omb1e.json").write_text(json.dumps(record), encoding="utf-8")
+    try:
+        assert [dead.run_id for dead in ledger.clean_dead_runs()] == ["2omb1e"]
+    finally:
+        zombie.wait()
