@@ -322,7 +322,7 @@ def test_slots_must_fit_the_int32_of_the_crd(tmp_path, capsys):
     )
 
 
-def test_ten_thousand_tf_workers_are_refused_before_any_is_built(tmp_path, capsys):
+def test_more_than_a_thousand_tf_pods_are_refused_before_any_is_built(tmp_path, capsys):
     tf_job = {
         "apiVersion": "kubeflow.org/v1",
         "kind": "TFJob",
