@@ -40,6 +40,12 @@ BENCHMARKS = (
     Benchmark("watch latency", "watch_latency.py", ("--trials", "200"), ("--trials", "100")),
     Benchmark("local-run overhead", "local_overhead.py", ("--trials", "7"), ("--trials", "1")),
     Benchmark("ChainerMN throughput", "throughput.py", ("--trials", "3"), ("--trials", "1")),
+    Benchmark(
+        "MPI launch cost",
+        "launch_cost.py",
+        ("--trials", "3"),
+        ("--trials", "1", "--sizes", "8", "32"),
+    ),
 )
 
 PROFILING_NOTES = """\

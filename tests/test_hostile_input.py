@@ -427,6 +427,8 @@ ARGUMENTS = st.sampled_from(
         "--kubectl-image",
         "--gang-scheduler",
         "--gang-scheduler-name",
+        "--mpi-transport",
+        "ssh",
         "--against",
         "--expect-no-changes",
         "--help",

@@ -30,6 +30,7 @@ the field named.
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 import shlex
@@ -225,8 +226,10 @@ def check_command(argv: list[str], env: dict[str, str], image: Image, where: str
 def materialise_config_map(
     target: Path, data: dict[str, str], mode: int, items: list[dict[str, Any]] | None
 ) -> None:
-    """A configMap volume as the kubelet writes it: one file per key (or per listed item),
-    each inside the volume's directory and without setuid, setgid or sticky bits."""
+    """A configMap (or secret) volume as the kubelet writes it: one file per key (or per listed
+    item), each inside the volume's directory. Each file is created readable by its owner only
+    and then given its mode (never setuid, setgid or sticky), so that a key is never readable
+    by others, even for a moment."""
     target.mkdir(parents=True, exist_ok=True)
     chosen = [
         (item["key"], item["path"], mode if item.get("mode") is None else item["mode"])
@@ -235,5 +238,7 @@ def materialise_config_map(
     for key, relative, file_mode in chosen:
         path = inside(target, relative)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(data[key], encoding="utf-8")
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(data[key])
         path.chmod(file_mode & 0o777)

@@ -19,6 +19,8 @@ It behaves like kubectl talking to an API server:
   says (``/proc/self/ns/net``) and no variable can change, so a worker cannot claim to be the
   master; on loopback every pod shares the host's namespaces and the pod is taken from
   ``TRAINJOBS_LOCAL_POD`` (loopback isolates nothing: see the README);
+- every request, allowed or not, is counted in ``api-calls.log`` next to the registry: the
+  calls the job's assets would make to a cluster's API server;
 - ``exec`` runs COMMAND in the target container: in the pod's network, UTS and mount
   namespaces (entered through the pod sandbox's PID with ``nsenter``) with the container's
   environment and working directory, not the caller's, just as the kubelet does. Without
@@ -42,6 +44,9 @@ REGISTRY_ENV = "TRAINJOBS_LOCAL_REGISTRY"
 POD_ENV = "TRAINJOBS_LOCAL_POD"
 """Env var naming the pod a process belongs to (how the runtime finds a pod's processes; the
 caller's identity for RBAC on loopback only)."""
+CALLS_LOG = "api-calls.log"
+"""Next to the registry: one line per API request (``CALLER VERB RESOURCE POD``), the calls
+this job would make to a cluster's API server."""
 PHASE_JSONPATH = "jsonpath={.status.phase}"
 PROGRAM = "kubectl (trainjobs local stand-in)"
 
@@ -88,9 +93,20 @@ def caller_pod(registry: dict[str, Any]) -> str:
     return namespaces.get(own, "")
 
 
+def record_call(caller: str, verb: str, resource: str, pod: str) -> None:
+    """Count the request: one line, appended in one write (concurrent callers never mix)."""
+    path = os.path.join(os.path.dirname(os.environ[REGISTRY_ENV]), CALLS_LOG)
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(descriptor, f"{caller or '-'} {verb} {resource} {pod}\n".encode())
+    finally:
+        os.close(descriptor)
+
+
 def authorize(registry: dict[str, Any], verb: str, resource: str, pod: str) -> None:
     """Refuse, as the API server would, unless the caller's service account may do this."""
     caller = caller_pod(registry)
+    record_call(caller, verb, resource, pod)
     account = (registry["pods"].get(caller) or {}).get("serviceAccount")
     if not account:
         fail(

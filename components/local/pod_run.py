@@ -103,7 +103,8 @@ class PodRun:
         return ProcessSpec(argv=argv, env=env, cwd=workdir)
 
     def _check_volumes(self) -> None:
-        """Only configMap and emptyDir volumes exist locally; create their directories."""
+        """Only configMap, emptyDir and the job's own secret volumes exist locally; create
+        their directories."""
         for index, volume in enumerate(self.plan.spec.get("volumes") or []):
             if volume.get("configMap") is not None:
                 source = volume["configMap"]
@@ -120,11 +121,18 @@ class PodRun:
                             f".key: {item['key']!r} is not a key of ConfigMap "
                             f"{source['name']} (it has {', '.join(sorted(data))})"
                         )
+            elif volume.get("secret") is not None:
+                if volume["secret"].get("secretName") not in self.run.secret_files:
+                    raise UserError(
+                        f"{self.plan.owner}: volumes[{index}] names Secret "
+                        f"{volume['secret'].get('secretName')!r}, which the job does not create"
+                    )
             elif volume.get("emptyDir") is None:
                 kinds = sorted(set(volume) - {"name"})
                 raise UserError(
                     f"{self.plan.owner}: volumes[{index}] ({volume['name']}): {kinds} volumes "
-                    "are not supported by local runs (configMap and emptyDir are)"
+                    "are not supported by local runs (configMap, emptyDir and the job's own "
+                    "Secrets are)"
                 )
         # Directories must exist for PathMap to know they are directories.
         for path in self.volume_dirs.values():
@@ -144,6 +152,15 @@ class PodRun:
                 containers.materialise_config_map(
                     target,
                     self.run.plan.config_maps[source["name"]],
+                    0o644 if source.get("defaultMode") is None else source["defaultMode"],
+                    source.get("items"),
+                )
+            elif volume.get("secret") is not None:
+                source = volume["secret"]
+                target.chmod(0o700)
+                containers.materialise_config_map(
+                    target,
+                    self.run.secret_files[source["secretName"]],
                     0o644 if source.get("defaultMode") is None else source["defaultMode"],
                     source.get("items"),
                 )
@@ -199,6 +216,17 @@ class PodRun:
             self.sandbox.stop()
         kill_all(self.run.processes(self.name))
         self.run.publish()
+
+    def remove_secret_volumes(self) -> list[str]:
+        """Secret data lives as long as the run: delete it once the pod is gone."""
+        left = []
+        for volume in self.plan.spec.get("volumes") or []:
+            if "secret" in volume:
+                target = self.volume_dirs[volume["name"]]
+                shutil.rmtree(target, ignore_errors=True)
+                if target.exists():
+                    left.append(f"secret volume {target}")
+        return left
 
     def registry_entry(self) -> dict[str, Any]:
         alive = self.sandbox is not None and self.sandbox.alive()

@@ -38,7 +38,8 @@ Kubernetes semantics kept, and where they live:
 
 Nothing leaks: whatever happens (success, failure, deadline, an exception, SIGINT or SIGTERM),
 the ``finally`` path stops every pod, kills any process that still carries the run's marker
-or sits in one of its namespaces, and removes namespaces, veths and the bridge; leftovers, if
+or sits in one of its namespaces, removes the Secret volumes and the ssh transport's key pair
+(:mod:`components.local.ssh`), and removes namespaces, veths and the bridge; leftovers, if
 any, are reported in the summary. A second Ctrl-C during that clean-up skips the grace period
 but not the clean-up.
 """
@@ -52,6 +53,7 @@ import shutil
 import sys
 import time
 import traceback
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -66,7 +68,9 @@ from components.core.jobset import QUEUE_LABEL
 from components.core.manifests import dump_yaml, manifest_filename
 from components.images import catalogue
 from components.images.declarations import Image
+from components.kinds.chainer import ssh_assets
 from components.kinds.registry import JobDefinition
+from components.local import ssh as local_ssh
 from components.local.cluster import (
     ClusterPlan,
     PodPlan,
@@ -74,7 +78,7 @@ from components.local.cluster import (
 )
 from components.local.files import inside, new_run_directory, private_directory, write_private
 from components.local.job_run import JobRun
-from components.local.kubectl import POD_ENV, REGISTRY_ENV
+from components.local.kubectl import CALLS_LOG, POD_ENV, REGISTRY_ENV
 from components.local.ledger import Ledger, clean_dead_runs
 from components.local.network import (
     NETNS_RUN,
@@ -198,6 +202,9 @@ class Run:
         self.hurry = False
         self.stopping = False
         mode = self._network_mode()
+        ssh_secrets = local_ssh.ssh_secrets(plan.secrets)
+        if ssh_secrets:
+            local_ssh.check_available(mode)
         self.run_dir = new_run_directory(options.run_dir, _default_run_dir(job.name))
         self.registry = self.run_dir / "pods.json"
         self.netns_inodes: dict[str, int] = {}
@@ -221,6 +228,21 @@ class Run:
             )
             hosts = {host.pod: host for host in self.network.hosts}
             self.sink = LogSink(self.stream, private_directory(self.run_dir / "logs"))
+            # The ssh transport's key pair: made for this run, removed when it ends (or by
+            # the clean-up after it, if it is killed: the ledger lists where its copies go).
+            if ssh_secrets:
+                self.ledger.record(
+                    "ssh-keys",
+                    directories=[str(self.run_dir / "ssh"), *self._secret_volumes()],
+                )
+            self.keys = (
+                local_ssh.RunKeys(self.run_dir, job.name, ssh_assets.host_key_alias(job.name))
+                if ssh_secrets
+                else None
+            )
+            self.secret_files = {
+                name: self.keys.files for name in ssh_secrets if self.keys is not None
+            }
             self.jobs = [
                 JobRun(
                     job_plan, [PodRun(pod, hosts[pod.name], self) for pod in job_plan.pods], self
@@ -236,6 +258,15 @@ class Run:
             raise EnvironmentFailure(
                 f"cannot prepare the run directory {self.run_dir}: {_describe(error)}"
             ) from None
+
+    def _secret_volumes(self) -> list[str]:
+        """Where the pods' Secret volumes will hold copies of the run's key pair."""
+        return [
+            str(inside(self.run_dir, "pods", pod.name, "volumes", volume["name"]))
+            for pod in self.plan.pods
+            for volume in pod.spec.get("volumes") or []
+            if volume.get("secret") is not None
+        ]
 
     def _abandon(self, created: bool) -> None:
         """Before anything started: leave the run directory as it was, and no ledger."""
@@ -314,6 +345,8 @@ class Run:
                     )
             self._write_manifests()
             self.publish()
+            if self.keys is not None:
+                local_ssh.prepare_sshd()
             self.network.up(self.ledger)
             for host in self.network.hosts:
                 if host.netns:
@@ -360,6 +393,7 @@ class Run:
             network=self.network.mode,
             leftovers=leftovers,
             jobs={job.name: job.status() for job in self.jobs},
+            api_calls=self._api_calls(),
         )
         if not leftovers:
             self.ledger.close()
@@ -512,9 +546,23 @@ class Run:
                     kill_all(pids)
                     time.sleep(0.01)
             finally:
-                network_leftovers = self.network.down()
+                try:
+                    secret_leftovers = self._remove_secrets()
+                finally:
+                    network_leftovers = self.network.down()
         leftovers = [f"process {pid}" for pid in pod_processes(str(self.registry))]
-        return leftovers + network_leftovers
+        return leftovers + secret_leftovers + network_leftovers
+
+    def _api_calls(self) -> dict[str, int]:
+        """The kubectl stand-in's count of requests, by verb and resource."""
+        log = self.run_dir / CALLS_LOG
+        lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+        return dict(sorted(Counter(" ".join(line.split()[1:3]) for line in lines).items()))
+
+    def _remove_secrets(self) -> list[str]:
+        """Secret volumes and the run's key pair go once no process can read them."""
+        left = [item for pod in self.pods for item in pod.remove_secret_volumes()]
+        return left + (self.keys.remove() if self.keys is not None else [])
 
     def _stopping_message(self, stopping: list[PodRun]) -> str:
         """What the end of the run does to the pods, by the job's cleanPodPolicy."""

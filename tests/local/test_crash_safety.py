@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -59,10 +60,10 @@ def long_job(path: Path) -> Path:
     return path
 
 
-def sigkill_once_training(job: Path, run_dir: Path) -> None:
+def sigkill_once_training(job: Path, run_dir: Path, *flags: str) -> None:
     """Start `trainjobs run`, SIGKILL the runtime once the master trains, wait for it."""
     process = subprocess.Popen(
-        [*TRAINJOBS, "run", str(job), "--run-dir", str(run_dir)],
+        [*TRAINJOBS, "run", str(job), "--run-dir", str(run_dir), *flags],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -329,3 +330,23 @@ def test_a_killed_runtime_not_yet_reaped_by_its_parent_counts_as_dead(tmp_path):
         assert [dead.run_id for dead in ledger.clean_dead_runs()] == ["2omb1e"]
     finally:
         zombie.wait()
+
+
+@needs_pod_network
+def test_a_killed_ssh_runs_key_pair_and_its_copies_are_removed_by_the_clean_up(tmp_path):
+    if shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists():
+        pytest.skip("needs Debian's openssh-server (make system-deps)")
+    run_dir = tmp_path / "killed"
+    sigkill_once_training(long_job(tmp_path / "long.yaml"), run_dir, "--mpi-transport", "ssh")
+    keys = [run_dir / "ssh", *sorted(run_dir.glob("pods/*/volumes/trainjobs-ssh"))]
+    assert len(keys) >= 2 and all(path.is_dir() for path in keys)
+
+    cleaned = subprocess.run(
+        [*TRAINJOBS, "clean"], cwd=REPO, capture_output=True, text=True, check=False
+    )
+
+    assert cleaned.returncode == 0, cleaned.stderr
+    removed = cleaned.stdout.split("removed what it left: ", 1)[1].strip().split(", ")
+    assert {f"key directory {path}" for path in keys} <= set(removed)
+    assert [path for path in keys if path.exists()] == []
+    assert leaks_of(run_dir, json.loads((run_dir / "summary.json").read_text())["runId"]) == []
