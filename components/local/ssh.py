@@ -3,7 +3,8 @@
 A cluster gets the job's ssh-auth Secret from Pulumi (a key made at deploy time); a local run
 makes its own key pair with ``ssh-keygen`` when it starts, keeps it only in the run
 directory's private ``ssh/`` directory and in the pods' Secret volumes (files 0600 or the
-volume's mode, directories 0700), and removes all of it when the run ends. Each worker pod's
+volume's mode, directories 0700), and removes all of it when the run ends (a killed run's, the
+clean-up after it: see :mod:`components.local.ledger`). Each worker pod's
 sshd is Debian's, started by the generated ``sshd.sh`` in the pod's network namespace, so
 every pod needs an address of its own: the ssh transport runs on pod network namespaces only.
 
@@ -23,6 +24,7 @@ from pathlib import Path
 from components.core.errors import UserError
 from components.core.graph import Manifest
 from components.kinds.chainer import ssh_assets
+from components.local.ledger import resource_kind
 
 PRIVSEP_DIR = Path("/run/sshd")
 _PROGRAMS = {
@@ -56,6 +58,17 @@ def check_available(network_mode: str) -> None:
             f"--mpi-transport ssh needs Debian's {' '.join(missing)} on this machine "
             "(the chainermn images install them): run `make system-deps` as root"
         )
+
+
+@resource_kind("ssh-keys")
+def _remove_keys(entry: dict[str, list[str]]) -> list[str]:
+    """A killed run's key pair and the Secret volumes that held copies of it."""
+    removed = []
+    for directory in map(Path, entry["directories"]):
+        if directory.is_dir() and not directory.is_symlink():
+            shutil.rmtree(directory, ignore_errors=True)
+            removed.append(f"key directory {directory}")
+    return removed
 
 
 def prepare_sshd() -> None:
