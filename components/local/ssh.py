@@ -21,7 +21,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from components.core.errors import UserError
+from components.core.errors import EnvironmentFailure, UserError
 from components.core.graph import Manifest
 from components.kinds.chainer import ssh_assets
 from components.local.ledger import resource_kind
@@ -84,7 +84,7 @@ class RunKeys:
         self.directory = run_dir / "ssh"
         self.directory.mkdir(mode=0o700)
         key = self.directory / "id_ed25519"
-        subprocess.run(
+        made = subprocess.run(
             [
                 "ssh-keygen",
                 "-q",
@@ -97,9 +97,12 @@ class RunKeys:
                 "-f",
                 str(key),
             ],
-            check=True,
             capture_output=True,
+            text=True,
         )
+        if made.returncode != 0:
+            reason = made.stderr.strip().splitlines()[-1:] or [f"exit code {made.returncode}"]
+            raise EnvironmentFailure(f"ssh-keygen could not make the run's key pair: {reason[0]}")
         self.files = ssh_assets.secret_files(
             alias,
             key.read_text(encoding="ascii"),
