@@ -6,7 +6,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from components.cli.jobs import add_mpi_transport
+from components.cli.jobs import add_mpi_transport, namespace_argument
 from components.core.errors import UserError
 from components.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS
 
@@ -64,32 +64,45 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=("podman", "docker"),
         help="with --runtime container: the engine (default: podman, else docker)",
     )
-    run.add_argument("--namespace", default="default", help="if the spec names none")
+    run.add_argument(
+        "--namespace", default="default", type=namespace_argument, help="if the spec names none"
+    )
     add_mpi_transport(run)
     run.set_defaults(handler=_run)
     clean = subparsers.add_parser(
         "clean",
-        help="remove what killed local runs left behind (container runs' pods, containers and "
-        "networks)",
-        description="Remove the pods, containers and networks of container runs whose trainjobs "
-        "process is gone (killed before its own clean-up); runs still going are left alone.",
+        help="remove what killed local runs left (processes, namespaces, links, files, "
+        "container pods and networks)",
+        description="Remove every process, network namespace, link, /etc/netns entry, "
+        "temporary file, and container runs' pods and networks, that a `trainjobs run` left "
+        "when it was killed, say what, and write its summary.json. Runs still going are left "
+        "alone. (Every `trainjobs run` does this first.) Exit 0 when nothing is left, 1 when "
+        "something could not be removed.",
     )
-    clean.add_argument("--engine", choices=("podman", "docker"), help="default: every engine here")
     clean.set_defaults(handler=_clean)
 
 
 def _clean(args: argparse.Namespace) -> int:
     from components.engines.engine import available_engines
     from components.local.container.cleanup import remove_stale
+    from components.local.runtime import clean_up_after_killed_runs
 
-    for engine in available_engines(args.engine):
+    reported: list[str] = []
+
+    def report(line: str) -> None:
+        reported.append(line)
+        print(line)
+
+    complete = clean_up_after_killed_runs(report)
+    # Container runs' objects that no record lists (a reboot empties the records' tmpfs, not
+    # the engine's storage) are found by their owner label.
+    for engine in available_engines():
         removed = remove_stale(engine)
-        print(
-            f"{engine.name}: removed {', '.join(removed)}"
-            if removed
-            else f"{engine.name}: nothing left"
-        )
-    return 0
+        if removed:
+            report(f"{engine.name}: removed what killed container runs left: {', '.join(removed)}")
+    if not reported:
+        print("nothing to clean: no killed run left anything behind")
+    return 0 if complete else 1
 
 
 def _run(args: argparse.Namespace) -> int:

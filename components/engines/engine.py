@@ -290,6 +290,14 @@ def image_and_command(request: ContainerRequest) -> list[str]:
     return [*flags, request.image, *request.args]
 
 
+def adapter(name: str, executable: str) -> Engine:
+    """The adapter of engine ``name`` for its client at ``executable``."""
+    from components.engines.docker import Docker
+    from components.engines.podman import Podman
+
+    return {"podman": Podman, "docker": Docker}[name](executable)
+
+
 def available_engines(wanted: str | None = None) -> list[Engine]:
     """The engines that answer here (``wanted`` only, if given), podman first."""
     from components.engines.docker import Docker

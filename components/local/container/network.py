@@ -14,6 +14,7 @@ from pathlib import Path
 
 from components.core.errors import UserError
 from components.engines.engine import RUN_LABEL, Engine
+from components.local.ledger import Ledger
 from components.local.network import POD_SUBNETS, PodHost, PodName, hosts_file, resolv_conf
 
 NETWORK_PREFIX = "tj-"
@@ -50,12 +51,22 @@ class ContainerNetwork:
         self.hosts_path = directory / "hosts"
         self.resolv_path = directory / "resolv.conf"
 
-    def up(self) -> None:
+    def up(self, ledger: Ledger) -> None:
+        """The hosts files, then the network, recorded in ``ledger`` before it exists."""
         self.hosts_path.parent.mkdir(parents=True, exist_ok=True)
+        # Read by every container, whatever its user: world-readable, like a pod's /etc/hosts.
+        self.hosts_path.parent.chmod(0o755)
         self.hosts_path.write_text(hosts_file(self.hosts, self.namespace), encoding="utf-8")
         self.resolv_path.write_text(resolv_conf(self.hosts, self.namespace), encoding="utf-8")
         for path in (self.hosts_path, self.resolv_path):
             path.chmod(0o644)
+        ledger.record(
+            "engine-network",
+            engine=self.engine.name,
+            executable=self.engine.executable,
+            name=self.name,
+            run=self.run_id,
+        )
         self.engine.create_network(self.name, str(self.subnet), str(self.gateway), self.labels)
 
     def down(self) -> list[str]:

@@ -23,10 +23,9 @@ other volume types and env sources (refused up front, naming the field).
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from components.core.errors import UserError
@@ -36,6 +35,7 @@ from components.engines.owners import start_time
 from components.local import containers
 from components.local.cluster import PodPlan
 from components.local.container.kubectl import SERVICE_ACCOUNT_DIR
+from components.local.files import inside, write_private
 from components.local.network import PodHost
 from components.local.pod_run import POLL_SECONDS
 from components.local.pods import ContainerProcess, ProcessSpec
@@ -75,9 +75,9 @@ class ContainerPodRun:
         self.name = plan.name
         self.engine_name = f"{run.network.name}-{plan.name}"
         self.phase = "Pending"
-        self.directory = run.run_dir / "pods" / plan.name
+        self.directory = inside(run.run_dir, "pods", plan.name)
         self.volume_dirs = {
-            volume["name"]: self.directory / "volumes" / volume["name"]
+            volume["name"]: inside(self.directory, "volumes", volume["name"])
             for volume in plan.spec.get("volumes") or []
         }
         self.init_names = [c["name"] for c in plan.spec.get("initContainers") or []]
@@ -143,7 +143,7 @@ class ContainerPodRun:
             image=self.run.images.get(container["image"], container["image"]),
             entrypoint=entrypoint,
             args=expanded,
-            env_file=self.directory / "env" / f"{name}.env",
+            env_file=inside(self.directory, "env", f"{name}.env"),
             env_names=tuple(key for key, value in env.items() if "\n" in value),
             mounts=self._mounts(container, where),
             workdir=container.get("workingDir"),
@@ -166,14 +166,8 @@ class ContainerPodRun:
                     f"{where}.volumeMounts[{index}]: volume {mount['name']!r} is not defined"
                 )
             if mount.get("subPath"):
-                sub_path = PurePosixPath(mount["subPath"])
-                # The API server's rule: a mount never reaches outside its volume.
-                if sub_path.is_absolute() or ".." in sub_path.parts:
-                    raise UserError(
-                        f"{where}.volumeMounts[{index}].subPath: {mount['subPath']!r} must be a "
-                        "relative path without '..'"
-                    )
-                source = source / sub_path
+                # Validation refused '..' and absolute paths; inside() checks symlinks too.
+                source = inside(source, mount["subPath"])
             # configMap and secret volumes are always mounted read-only by the kubelet.
             volume = volumes[mount["name"]]
             read_only = bool(mount.get("readOnly")) or "configMap" in volume or "secret" in volume
@@ -248,6 +242,15 @@ class ContainerPodRun:
         env_dir.chmod(0o700)
         for request, env in self.requests.values():
             _write_env_file(request.env_file, env)
+        if self.engine_name not in self.run.recorded_pods:
+            self.run.ledger.record(
+                "engine-pod",
+                engine=self.run.engine.name,
+                executable=self.run.engine.executable,
+                name=self.engine_name,
+                run=self.run.run_id,
+            )
+            self.run.recorded_pods.add(self.engine_name)
         pid = self.run.engine.create_pod(
             PodRequest(
                 name=self.engine_name,
@@ -331,9 +334,7 @@ class ContainerPodRun:
 def _write_env_file(path: Path, env: dict[str, str]) -> None:
     """KEY=VALUE per line, private (env may hold credentials); multi-line values go by name."""
     lines = [f"{key}={value}" for key, value in env.items() if "\n" not in value]
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write("\n".join(lines) + "\n")
+    write_private(path, "\n".join(lines) + "\n")
 
 
 def _security(pod_spec: dict[str, Any], container: dict[str, Any], where: str) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from components.local.container.network import ContainerNetwork
 from components.local.container.pod import ContainerPodRun
 from components.local.network import PodHost, PodName
 from components.local.results import RunResult
-from components.local.runtime import Run, RunOptions
+from components.local.runtime import Run, RunOptions, clean_up_after_killed_runs
 
 
 class ContainerRun(Run):
@@ -50,13 +50,18 @@ class ContainerRun(Run):
         """The job's image references -> the local images that run them."""
         self.owner = owner_token()
         self.api = ApiServer(self)
+        self.recorded_pods: set[str] = set()
+        """Engine pods already in the ledger (a pod made again is recorded once)."""
         super().__init__(job, plan, options)
 
     @property
     def labels(self) -> dict[str, str]:
         return {RUN_LABEL: self.run_id, OWNER_LABEL: self.owner}
 
-    def make_network(self, pods: list[PodName]) -> ContainerNetwork:
+    def _network_mode(self) -> str:
+        return self.engine.name
+
+    def make_network(self, mode: str, pods: list[PodName]) -> ContainerNetwork:
         return ContainerNetwork(
             self.engine,
             self.run_id,
@@ -69,7 +74,7 @@ class ContainerRun(Run):
     def make_pod(self, plan: PodPlan, host: PodHost) -> ContainerPodRun:  # type: ignore[override]
         return ContainerPodRun(plan, host, self)
 
-    def check_ssh_transport(self) -> None:
+    def check_ssh_transport(self, mode: str) -> None:
         """The images bring ssh and sshd; this machine only makes the run's key pair."""
         if shutil.which("ssh-keygen") is None:
             raise UserError(
@@ -104,5 +109,6 @@ def container_run(job: JobDefinition, plan: ClusterPlan, options: RunOptions) ->
     def say(line: str) -> None:
         print(f"[trainjobs] {line}", file=stream, flush=True)
 
+    clean_up_after_killed_runs(say)
     images = local_images(plan, engine, options.image_aliases, say)
     return ContainerRun(job, plan, options, engine, images)

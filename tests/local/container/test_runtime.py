@@ -226,25 +226,6 @@ def test_an_image_neither_local_nor_built_by_trainjobs_is_refused(tmp_path: Path
     assert not (tmp_path / "run").exists()
 
 
-def test_a_sub_path_that_leaves_its_volume_is_refused_before_anything_starts(tmp_path: Path):
-    job = single_pod(
-        "escape",
-        "trainjobs/chainer:7.8.1",
-        ["true"],
-        volumes=[{"name": "scratch", "emptyDir": {}}],
-    )
-    container = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
-    container["volumeMounts"] = [{"name": "scratch", "mountPath": "/data", "subPath": "../../etc"}]
-    run = Run(write_job(tmp_path / "job.yaml", job), tmp_path / "run", *CONTAINER)
-
-    assert run.exit_code == 2
-    assert run.stderr.endswith(
-        "spec.containers[0].volumeMounts[0].subPath: '../../etc' must be a relative path "
-        "without '..'\n"
-    )
-    assert not (tmp_path / "run").exists()
-
-
 # -- failure, signals and kills: nothing left --------------------------------------------------
 
 
@@ -312,6 +293,7 @@ def killed_run(tmp_path: Path) -> str:
 
 def test_what_a_sigkilled_run_left_is_removed_by_trainjobs_clean(tmp_path: Path):
     run_id = killed_run(tmp_path)
+    engine = ENGINE.name if ENGINE else ""
     left = engine_objects(f"{RUN_LABEL}={run_id}")
     assert f"pod tj-{run_id}-killed-master-0" in left
     assert f"network tj-{run_id}" in left
@@ -321,9 +303,12 @@ def test_what_a_sigkilled_run_left_is_removed_by_trainjobs_clean(tmp_path: Path)
     )
 
     assert clean.returncode == 0
-    assert f"pod tj-{run_id}-killed-master-0" in clean.stdout
-    assert f"network tj-{run_id}" in clean.stdout
+    report = next(line for line in clean.stdout.splitlines() if line.startswith(f"run {run_id} "))
+    assert f"{engine} pod tj-{run_id}-killed-master-0" in report
+    assert f"{engine} network tj-{run_id}" in report
     assert engine_objects(f"{RUN_LABEL}={run_id}") == []
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert (summary["outcome"], summary["reason"]) == ("Interrupted", "Killed")
 
 
 def test_what_a_sigkilled_run_left_is_removed_by_the_next_run(tmp_path: Path):
@@ -334,10 +319,30 @@ def test_what_a_sigkilled_run_left_is_removed_by_the_next_run(tmp_path: Path):
     run = Run(write_job(tmp_path / "job.yaml", job), tmp_path / "run", *CONTAINER)
 
     assert run.exit_code == 0
-    removed = next(line for line in run.lines if line.startswith("[trainjobs] removed what"))
+    removed = next(line for line in run.lines if line.startswith(f"[trainjobs] run {run_id} "))
     assert f"pod tj-{run_id}-killed-master-0" in removed
     assert engine_objects(f"{RUN_LABEL}={run_id}") == []
     assert left_by(run) == []
+
+
+def test_engine_objects_no_record_lists_are_removed_by_their_dead_owner(tmp_path: Path):
+    # After a reboot the records are gone (a tmpfs) but the engine keeps stopped networks.
+    assert ENGINE is not None
+    finished = subprocess.Popen(["true"])
+    dead = {RUN_LABEL: "orphan", OWNER_LABEL: owner_token(finished.pid)}
+    finished.wait()
+    ENGINE.create_network("tj-test-orphan", "198.18.252.0/24", "198.18.252.1", dead)
+
+    clean = subprocess.run(
+        [sys.executable, "-m", "components.cli", "clean"], cwd=REPO, capture_output=True, text=True
+    )
+
+    assert clean.returncode == 0
+    assert (
+        f"{ENGINE.name}: removed what killed container runs left: network tj-test-orphan"
+        in clean.stdout.splitlines()
+    )
+    assert engine_objects(f"{RUN_LABEL}=orphan") == []
 
 
 def test_clean_leaves_the_objects_of_runs_still_going(tmp_path: Path):
