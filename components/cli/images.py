@@ -61,11 +61,13 @@ def _settings(args: argparse.Namespace, saved: bool):
 def _configure(args: argparse.Namespace) -> int:
     from components.engines.settings import write_containers_conf
     from components.images.builder import SETTINGS_FILE
+    from components.local.files import write_private
 
     settings = _settings(args, saved=False)
     print(write_containers_conf())
     SETTINGS_FILE.parent.mkdir(parents=True, exist_ok=True)
-    SETTINGS_FILE.write_text(settings.to_json(), encoding="utf-8")
+    # Private: an index URL may carry credentials.
+    write_private(SETTINGS_FILE, settings.to_json())
     print(SETTINGS_FILE)
     return 0
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from components.local.container.kubectl import SOCKET_NAME, decode
+from components.local.files import open_log
 from components.local.kubectl import CALLS_LOG, PHASE_JSONPATH, PROGRAM, USAGE
 
 if TYPE_CHECKING:
@@ -164,8 +165,12 @@ class ApiServer:
 
     def _record(self, caller: str, verb: str, resource: str, pod: str) -> None:
         """Count the request as the process runtime's stand-in does (``api-calls.log``)."""
-        with self.lock, (self.run.run_dir / CALLS_LOG).open("a", encoding="utf-8") as log:
-            log.write(f"{caller} {verb} {resource} {pod}\n")
+        with self.lock:
+            descriptor = open_log(self.run.run_dir / CALLS_LOG)
+            try:
+                os.write(descriptor, f"{caller} {verb} {resource} {pod}\n".encode())
+            finally:
+                os.close(descriptor)
 
     def _pod(self, name: str) -> ContainerPodRun:
         pod = next((pod for pod in self.run.pods if pod.name == name and not pod.deleted), None)
