@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from components.core.errors import UserError
+from components.core.errors import EnvironmentFailure, UserError
 from components.engines.settings import engine_environment
 
 RUN_LABEL = "io.trainjobs.run"
@@ -30,12 +30,13 @@ RECIPE_LABEL = "io.trainjobs.recipe"
 ENGINES = ("podman", "docker")
 
 
-class EngineError(Exception):
-    """An engine command failed: a fault of the environment, not of the user's input."""
+class EngineError(EnvironmentFailure):
+    """An engine command failed: a fault of the environment, not of the user's input (one
+    line, exit 1)."""
 
 
-class EngineUnavailable(UserError):
-    """No usable engine: says what to install."""
+class EngineUnavailable(EnvironmentFailure):
+    """No usable engine: says what to install (one line, exit 1)."""
 
 
 @dataclass(frozen=True)

@@ -124,6 +124,20 @@ def test_a_docker_client_without_its_daemon_is_not_an_engine():
     )
 
 
+@pytest.mark.skipif(
+    shutil.which("docker") is None or Docker.usable(shutil.which("docker") or "docker"),
+    reason="needs a docker client without a daemon",
+)
+def test_a_container_run_without_its_engine_is_an_environment_failure(capsys):
+    job = str(REPO / "jobs" / "chainermn-mnist.yaml")
+    assert main(["run", job, "--runtime", "container", "--engine", "docker"]) == 1
+    assert capsys.readouterr().err == (
+        "error: --engine docker: docker is not installed or does not answer here; install "
+        "podman (as root: `make engine`, which also writes this project's engine settings) or "
+        "start docker\n"
+    )
+
+
 def test_an_engine_is_chosen_only_for_container_runs(capsys: pytest.CaptureFixture):
     assert main(["run", str(REPO / "jobs" / "chainermn-mnist.yaml"), "--engine", "podman"]) == 2
     assert capsys.readouterr().err == "error: --engine: only with --runtime container\n"

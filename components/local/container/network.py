@@ -1,8 +1,9 @@
 """A container run's network: a private engine network, a fixed address per pod, its hosts file.
 
-Each run gets its own engine network ``tj-<run id>``, ``--internal`` (pods reach each other,
-nothing else, as in the process runtime) with its own /24 of 198.18.0.0/15 (the engine's
-gateway takes ``.1``, pods the next addresses). Names resolve as in the process runtime, from
+Each run gets its own engine network ``tj-<run id>``, ``--internal`` (no route beyond this
+machine) with its own /24 of 198.18.0.0/15; the engine gives the host bridge the gateway
+address ``.1`` (so, unlike the process runtime's pods, containers reach services listening on
+all of the host's addresses) and pods take the next addresses. Names resolve as in the process runtime, from
 the same hosts file and ``resolv.conf`` (:func:`components.local.network.hosts_file`), bind-
 mounted over every container's own, so the cluster-DNS forms (``<pod>.<subdomain>.<ns>.svc``,
 Service names) are the same and the engine's DNS is not used.
