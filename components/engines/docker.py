@@ -76,15 +76,10 @@ class Docker(Engine):
         listed = self.call("ps", "--all", "--quiet", f"--filter=label={POD_LABEL}={name}")
         return listed.split()
 
-    def remove_pods(self, names: Sequence[str], labels: dict[str, str]) -> None:
+    def remove_pods(self, names: Sequence[str]) -> None:
         members = [member for name in names for member in self._pod_members(name)]
         if members:
             self.call("rm", "--force", *members, check=False)
-
-    def stop_pod(self, name: str, grace_seconds: int, labels: dict[str, str]) -> None:
-        members = self._pod_members(name)
-        if members:
-            self.call("stop", f"--time={grace_seconds}", *members, check=False)
 
     def run_command(self, request: ContainerRequest) -> list[str]:
         labels = {**request.labels, POD_LABEL: request.pod}

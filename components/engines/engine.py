@@ -230,12 +230,8 @@ class Engine(ABC):
         """Create and start the pod's sandbox; the PID of its infra process."""
 
     @abstractmethod
-    def remove_pods(self, names: Sequence[str], labels: dict[str, str]) -> None:
+    def remove_pods(self, names: Sequence[str]) -> None:
         """Kill and remove pods and every container in them."""
-
-    @abstractmethod
-    def stop_pod(self, name: str, grace_seconds: int, labels: dict[str, str]) -> None:
-        """SIGTERM every container of the pod, SIGKILL after ``grace_seconds``."""
 
     @abstractmethod
     def run_command(self, request: ContainerRequest) -> list[str]:

@@ -61,16 +61,13 @@ class Podman(Engine):
         self.call("pod", "start", request.name)
         return int(self.call("container", "inspect", "--format", "{{.State.Pid}}", infra))
 
-    def remove_pods(self, names: Sequence[str], labels: dict[str, str]) -> None:
+    def remove_pods(self, names: Sequence[str]) -> None:
         if names:
             self.call("pod", "rm", "--force", "--time=0", *names, check=False)
 
     def remove_containers(self, names: Sequence[str]) -> None:
         if names:
             self.call("rm", "--force", "--time=0", *names, check=False)
-
-    def stop_pod(self, name: str, grace_seconds: int, labels: dict[str, str]) -> None:
-        self.call("pod", "stop", f"--time={grace_seconds}", name, check=False)
 
     def run_command(self, request: ContainerRequest) -> list[str]:
         return self.command(

@@ -216,7 +216,7 @@ def test_podman_pods_and_networks_carry_their_labels_until_removed():
         inspected = json.loads(engine.call("network", "inspect", "tj-engine-test"))[0]
         assert (inspected["internal"], inspected["dns_enabled"]) == (True, False)
     finally:
-        engine.remove_pods(["tj-engine-test-pod"], labels)
+        engine.remove_pods(["tj-engine-test-pod"])
         engine.remove_networks(["tj-engine-test"])
     assert engine.labelled(f"{RUN_LABEL}=engine-test") == []
     assert owners.start_time(infra) != started  # the infra process ended with its pod

@@ -27,7 +27,7 @@ def remove_stale(engine: Engine) -> list[str]:
         if not owner_alive(item.labels.get(OWNER_LABEL, ""))
     ]
     pods = [item.name for item in stale if item.kind == "pod"]
-    engine.remove_pods(pods, {})
+    engine.remove_pods(pods)
     engine.remove_containers([item.name for item in stale if item.kind == "container"])
     engine.remove_networks([item.name for item in stale if item.kind == "network"])
     return [f"{item.kind} {item.name}" for item in stale]
@@ -45,7 +45,7 @@ def _remove_pod(entry: dict[str, Any]) -> list[str]:
     engine, exists = _existing(entry, "pod")
     if not exists:
         return []
-    engine.remove_pods([str(entry["name"])], {})
+    engine.remove_pods([str(entry["name"])])
     return [f"{engine.name} pod {entry['name']}"]
 
 

@@ -3,10 +3,11 @@
 Each run gets its own engine network ``tj-<run id>``, ``--internal`` (no route beyond this
 machine) with its own /24 of 198.18.0.0/15; the engine gives the host bridge the gateway
 address ``.1`` (so, unlike the process runtime's pods, containers reach services listening on
-all of the host's addresses) and pods take the next addresses. Names resolve as in the process runtime, from
-the same hosts file and ``resolv.conf`` (:func:`components.local.network.hosts_file`), bind-
-mounted over every container's own, so the cluster-DNS forms (``<pod>.<subdomain>.<ns>.svc``,
-Service names) are the same and the engine's DNS is not used.
+all of the host's addresses) and pods take the next addresses. Names resolve as in the process
+runtime, from the same hosts file and ``resolv.conf``
+(:func:`components.local.network.hosts_file`), bind-mounted over every container's own, so the
+cluster-DNS forms (``<pod>.<subdomain>.<ns>.svc``, Service names) are the same and the
+engine's DNS is not used.
 """
 
 from __future__ import annotations
@@ -74,8 +75,6 @@ class ContainerNetwork:
         """Remove every pod and container of the run, then the network; what is left."""
         label = f"{RUN_LABEL}={self.run_id}"
         found = self.engine.labelled(label)
-        self.engine.remove_pods(
-            [item.name for item in found if item.kind == "pod"], {RUN_LABEL: self.run_id}
-        )
+        self.engine.remove_pods([item.name for item in found if item.kind == "pod"])
         self.engine.remove_networks([self.name])
         return sorted(f"{item.kind} {item.name}" for item in self.engine.labelled(label))

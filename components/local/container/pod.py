@@ -297,7 +297,7 @@ class ContainerPodRun:
 
     def kill_everything(self) -> None:
         """Remove the engine pod and everything in it, as a node does when a pod is deleted."""
-        self.run.engine.remove_pods([self.engine_name], self.run.labels)
+        self.run.engine.remove_pods([self.engine_name])
         for process in self.processes.values():
             process.reap()
         self.run.publish()
