@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 
 from components.cluster.diagnosis import describe_error
+from components.core.durations import format_duration
 from components.core.errors import UserError
 
 
@@ -28,10 +29,33 @@ class RetryPolicy:
     """Read timeout of list, patch and log requests (a half-open connection must not hang)."""
     scale_attempts: int = 6
     """Tries per worker before scale-down is reported as failed."""
+    first_contact_seconds: float = 30.0
+    """How long a watch retries an API server that has not answered once: a wrong address
+    or a cluster that is down is reported then, not after the watch's whole timeout."""
+    unreachable_seconds: float = 600.0
+    """How long a watch retries an API server that answered before and now fails every
+    request (a control plane upgrade takes minutes), before reporting it unreachable."""
 
 
 DEFAULT_RETRY = RetryPolicy()
 """The policy everything uses unless a caller (a test, a benchmark) passes its own."""
+
+
+class ClusterUnreachable(ClusterAccessError):
+    """Every request to the API server failed for longer than the retry policy allows: the
+    job's state is unknown, which is not the same as a job that is still running."""
+
+    def __init__(self, url: str, seconds: float, last_error: str, connected: bool) -> None:
+        self.url = url
+        self.seconds = seconds
+        self.last_error = last_error
+        since = "stopped answering" if connected else "could not be reached"
+        super().__init__(
+            f"the Kubernetes API at {url} {since} for {format_duration(seconds)} (last error: "
+            f"{last_error}); "
+            "the job's state is unknown: check the cluster address and the network, then watch "
+            "again"
+        )
 
 
 def is_transient(error: BaseException) -> bool:
@@ -63,8 +87,9 @@ def access_error(error: BaseException, action: str, namespace: str) -> ClusterAc
         hint = "; check the credentials in the kubeconfig"
     elif status == HTTPStatus.FORBIDDEN:
         hint = (
-            f"; the kubeconfig's identity needs, in namespace {namespace}: get/list/watch on "
-            "jobs, list on pods, get on pods/log, patch on statefulsets/scale and jobs"
+            f"; the kubeconfig's identity needs, in namespace {namespace}: get/list/watch and "
+            "patch on jobs, list and delete on pods, get on pods/log, patch on "
+            "statefulsets/scale, get and patch on services and configmaps"
         )
     return ClusterAccessError(
         f"the Kubernetes API refused to {action} ({describe_error(error)}){hint}"

@@ -13,6 +13,8 @@ import yaml
 
 from components.cli import main
 from components.core.graph import DEFAULT_KUBECTL_IMAGE
+from components.deploy.watch_target import run_key
+from components.kinds.registry import parse_job
 from components.review.compare import Comparison, compare
 from components.review.properties import apply_ignore_changes, format_path
 from components.review.replacement import ProviderSettings
@@ -104,10 +106,17 @@ def test_changing_the_image_replaces_the_master_job_and_updates_the_workers(tmp_
         tmp_path, {"demo.yaml": chainer_job()}, {"demo.yaml": chainer_job(image=NEW_IMAGE)}
     )
     assert changed(comparison) == {
+        # The anchor's watch description names the run, which changed.
+        "ConfigMap default/demo-assets": "update",
         "StatefulSet default/demo-worker": "update",
         "Job default/demo-master": "replace",
-        "JobCompletion demo-completion": "replace",
+        # One watcher for the stack: the replaced Job is a new run it watches in place.
+        "JobCompletion completion": "update",
     }
+
+
+def run_of(text: str) -> str:
+    return run_key(parse_job(yaml.safe_load(text), "demo.yaml"))
 
 
 def test_the_reasons_name_the_properties_and_the_replacement_rule(tmp_path):
@@ -123,9 +132,11 @@ def test_the_reasons_name_the_properties_and_the_replacement_rule(tmp_path):
             f"{NEW_IMAGE}): pulumi-kubernetes replaces a batch/v1 Job when it changes; "
             "the old object is deleted first (same name)"
         ),
-        "JobCompletion demo-completion": (
-            "`job_uid` changed (`job_uid` (uid of the old Job) → (uid of the new Job)): "
-            "a watcher follows one run of one Job with one set of workers"
+        "ConfigMap default/demo-assets": '`metadata.annotations["trainjobs.io/watch"]` updated',
+        "JobCompletion completion": (
+            f"`jobs[0].target.run` {run_of(chainer_job())} → "
+            f"{run_of(chainer_job(image=NEW_IMAGE))}, `jobs[0].uids.demo-master` (uid of the "
+            "old demo-master) → (uid of the new demo-master)"
         ),
     }
 
@@ -141,7 +152,7 @@ def test_changing_worker_replicas_replaces_the_assets_and_updates_the_role(tmp_p
         "Role default/demo-launcher-role": "update",
         "StatefulSet default/demo-worker": "same",
         "Job default/demo-master": "replace",
-        "JobCompletion demo-completion": "replace",
+        "JobCompletion completion": "update",
     }
 
 
@@ -156,8 +167,8 @@ def test_a_replica_change_alone_leaves_the_master_job_unchanged(tmp_path):
         "ConfigMap default/demo-assets": "replace",
         "Role default/demo-launcher-role": "update",
         "StatefulSet default/demo-worker": "same",
-        # The watcher owns the workers' size: a new size is a new watcher, which scales to it.
-        "JobCompletion demo-completion": "replace",
+        # The watcher owns the workers' size: a new size is a new run, which it scales to.
+        "JobCompletion completion": "update",
     }
 
 
@@ -224,7 +235,7 @@ def test_renaming_a_job_deletes_its_objects_and_creates_new_ones(tmp_path):
         "Service default/renamed": "create",
         "StatefulSet default/renamed-worker": "create",
         "Job default/renamed-master": "create",
-        "JobCompletion renamed-completion": "create",
+        "JobCompletion completion": "update",
         "ChainerJob demo": "delete",
         "ConfigMap default/demo-assets": "delete",
         "ServiceAccount default/demo-launcher": "delete",
@@ -233,7 +244,6 @@ def test_renaming_a_job_deletes_its_objects_and_creates_new_ones(tmp_path):
         "Service default/demo": "delete",
         "StatefulSet default/demo-worker": "delete",
         "Job default/demo-master": "delete",
-        "JobCompletion demo-completion": "delete",
     }
 
 
@@ -254,7 +264,7 @@ def test_moving_a_job_to_another_namespace_replaces_each_object(tmp_path):
         "StatefulSet ml/demo-worker": ("replace", False),
         # The component asks for it: a Job with a fixed name must go before its successor.
         "Job ml/demo-master": ("replace", True),
-        "JobCompletion demo-completion": ("replace", False),
+        "JobCompletion completion": ("update", False),
     }
 
 
@@ -274,7 +284,7 @@ def test_objects_are_matched_by_identity_not_by_file_number(tmp_path):
         "Service default/alpha": "create",
         "StatefulSet default/alpha-worker": "create",
         "Job default/alpha-master": "create",
-        "JobCompletion alpha-completion": "create",
+        "JobCompletion completion": "update",
     }
 
 
@@ -298,7 +308,7 @@ def test_expect_no_changes_exits_1_when_anything_changes(tmp_path, capsys):
         project, tmp_path / "head", "--against", str(tmp_path / "base"), "--expect-no-changes"
     )
     assert code == 1
-    assert "9 resources: 1 to update, 2 to replace, 6 unchanged." in capsys.readouterr().out
+    assert "9 resources: 3 to update, 1 to replace, 5 unchanged." in capsys.readouterr().out
 
 
 def test_only_ignored_changes_pass_expect_no_changes_as_in_pulumi():
@@ -320,14 +330,15 @@ def test_a_100_job_stack_with_one_changed_job_gives_a_short_report(tmp_path, cap
     assert preview(project, tmp_path / "head", "--against", str(tmp_path / "base")) == 0
     report = report_of(capsys.readouterr().out)
     assert len(report.encode()) < 64 * 1024
-    assert "900 resources: 1 to update, 2 to replace, 897 unchanged." in report
+    assert "801 resources: 3 to update, 1 to replace, 797 unchanged." in report
     rows = [line.split(" | ")[0] for line in report.splitlines() if line.startswith("| `")]
     assert rows == [
+        "| `ConfigMap default/job-042-assets`",
         "| `StatefulSet default/job-042-worker`",
         "| `Job default/job-042-master`",
-        "| `JobCompletion job-042-completion`",
+        "| `JobCompletion completion`",
     ]
-    assert report.count("<details>") == 2  # the watcher has no YAML of its own to diff
+    assert report.count("<details>") == 4
     assert "omitted" not in report
 
 
@@ -339,13 +350,13 @@ def test_an_oversized_report_is_capped_and_says_how_many_diffs_it_left_out(tmp_p
     report = render(comparison, base="main", head="pr", full_command=command, max_bytes=8000)
     shown = report.count("<details>")
     omitted = re.search(
-        r"\*\*(\d+) of 17 diffs omitted\*\* to keep this report under 8000 bytes\. "
+        r"\*\*(\d+) of 16 diffs omitted\*\* to keep this report under 8000 bytes\. "
         r"See every diff: `trainjobs diff --stack test --base main --max-bytes 0`",
         report,
     )
     assert len(report.encode()) <= 8000
     assert omitted is not None
-    assert shown + int(omitted.group(1)) == 17  # 14 objects, 2 watchers, the stack outputs
+    assert shown + int(omitted.group(1)) == 16  # 14 objects, the watcher, the stack outputs
 
 
 def test_diffs_are_folded_unified_yaml_diffs(tmp_path):
@@ -401,15 +412,16 @@ def test_diff_against_a_git_ref_reports_the_working_tree_change(tmp_path, capsys
     out = tmp_path / "report.md"
     assert diff(repo, "--out", str(out)) == 0
     assert capsys.readouterr().out == (
-        f"stack test (HEAD -> working tree): 1 update, 2 replace, 6 same\nwrote {out}\n"
+        f"stack test (HEAD -> working tree): 3 update, 1 replace, 5 same\nwrote {out}\n"
     )
     rows = [
         line.split(" | ")[:2] for line in out.read_text().splitlines() if line.startswith("| `")
     ]
     assert rows == [
+        ["| `ConfigMap default/demo-assets`", "update"],
         ["| `StatefulSet default/demo-worker`", "update"],
         ["| `Job default/demo-master`", "replace"],
-        ["| `JobCompletion demo-completion`", "replace"],
+        ["| `JobCompletion completion`", "update"],
     ]
 
 
@@ -435,8 +447,9 @@ def test_diff_evaluates_each_side_with_its_own_components(tmp_path):
         load_preview(tmp_path / "previews" / "base"), load_preview(tmp_path / "previews" / "head")
     )
     assert changed(comparison) == {
+        "ConfigMap default/demo-assets": "update",
         "Job default/demo-master": "replace",
-        "JobCompletion demo-completion": "replace",
+        "JobCompletion completion": "update",
     }
 
 
