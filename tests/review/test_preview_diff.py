@@ -13,14 +13,16 @@ import yaml
 
 from components.cli import main
 from components.core.graph import DEFAULT_KUBECTL_IMAGE
+from components.deploy.component import JOB_IMMUTABLE_FIELDS
 from components.deploy.watch_target import run_key
 from components.kinds.registry import parse_job
 from components.review.compare import Comparison, compare
 from components.review.properties import apply_ignore_changes, format_path
-from components.review.replacement import ProviderSettings
+from components.review.replacement import REPLACE_ON_CHANGE, ProviderSettings
 from components.review.report import render
 from components.review.snapshot import Resource, Snapshot, load_preview
 from tests.conftest import REPO
+from tests.kubefake import JOB_IMMUTABLE
 
 IMAGE = "trainjobs/chainermn:7.8.1"
 NEW_IMAGE = "trainjobs/chainermn:7.9.0"
@@ -667,3 +669,74 @@ def test_the_watchers_replace_rules_match_its_provider():
     from components.review.replacement import DYNAMIC_REPLACE_ON
 
     assert DYNAMIC_REPLACE_ON["pulumi-python:dynamic/trainjobs:JobCompletion"] == REPLACE_ON
+
+
+# Job fields Kubernetes keeps immutable: replaced, never planned as an update.
+
+
+def job_resource(manifest: dict[str, Any]) -> Resource:
+    return Resource(
+        key="x",
+        type="kubernetes:batch/v1:Job",
+        name="x",
+        replace_on_changes=JOB_IMMUTABLE_FIELDS,
+        delete_before_replace=True,
+        manifest=manifest,
+    )
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("podFailurePolicy", {"rules": [{"action": "FailJob"}]}),
+        ("successPolicy", {"rules": [{"succeededIndexes": "0"}]}),
+        ("completionMode", "Indexed"),
+        ("backoffLimitPerIndex", 1),
+        ("managedBy", "kueue.x-k8s.io/multikueue"),
+    ],
+)
+def test_a_change_to_an_immutable_job_field_is_a_replacement(field: str, value: Any):
+    old = {"kind": "Job", **BASE_OBJECTS["Job"]}
+    new = yaml.safe_load(yaml.safe_dump(old))
+    new["spec"][field] = value
+
+    comparison = compare(
+        Snapshot("s", {"x": job_resource(old)}), Snapshot("s", {"x": job_resource(new)})
+    )
+
+    diff = comparison.resources[0]
+    assert (diff.operation, diff.delete_before_replace) == ("replace", True)
+    assert diff.reason == (
+        f"`spec.{field}` changed (`spec.{field}` added): the API server refuses to change it "
+        "on a batch/v1 Job, so the program replaces the object (replaceOnChanges); the old "
+        "object is deleted first (same name)"
+    )
+
+
+def test_every_immutable_job_field_is_replaced_by_pulumi_kubernetes_or_the_program():
+    """The fake refuses what Kubernetes' ValidateJobSpecUpdate refuses; each of those fields
+    must be in pulumi-kubernetes' replace table or in the program's replaceOnChanges."""
+    provider = {rule.removeprefix(".spec.") for rule in REPLACE_ON_CHANGE[("batch/v1", "Job")]}
+    program = {path.removeprefix("spec.") for path in JOB_IMMUTABLE_FIELDS}
+    immutable = {".".join(path) for path in JOB_IMMUTABLE}
+    assert immutable - provider - program == set()
+
+
+def test_a_restart_policy_change_that_drops_the_pod_failure_policy_replaces_the_job(tmp_path):
+    """ExitCode -> Never leaves the pod template as it was and removes the podFailurePolicy:
+    pulumi-kubernetes alone would update the Job, which the API server refuses."""
+    document = yaml.safe_load((REPO / "jobs" / "tf-mnist.yaml").read_text())
+    worker = document["spec"]["tfReplicaSpecs"]["Worker"]
+    worker["restartPolicy"] = "ExitCode"
+    before = yaml.safe_dump(document)
+    worker["restartPolicy"] = "Never"
+    comparison = compare_projects(
+        tmp_path, {"tf.yaml": before}, {"tf.yaml": yaml.safe_dump(document)}
+    )
+
+    workers = [r for r in comparison.notable if r.label.startswith("Job default/tf-mnist-worker")]
+    assert [(r.label, r.operation) for r in workers] == [
+        ("Job default/tf-mnist-worker-0", "replace"),
+        ("Job default/tf-mnist-worker-1", "replace"),
+    ]
+    assert workers[0].reason.startswith("`spec.podFailurePolicy` changed")
