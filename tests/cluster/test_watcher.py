@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import queue
 import threading
@@ -13,7 +14,7 @@ import pytest
 
 from components.cli import main as cli_main
 from components.cluster.client import load_api_client
-from components.cluster.errors import ClusterAccessError, RetryPolicy
+from components.cluster.errors import ClusterAccessError, ClusterUnreachable, RetryPolicy
 from components.cluster.outcome import Outcome
 from components.cluster.scaling import WorkerRef
 from components.cluster.status import WORKER_FAILED
@@ -395,6 +396,23 @@ def test_api_server_down_is_retried_until_it_returns(running_job: FakeKube, api:
 
     assert watch.outcome().status.phase == "Succeeded"
     assert running_job.replicas(STS) == 0
+
+
+def test_an_api_server_that_stops_answering_is_reported_unreachable_not_running(
+    running_job: FakeKube, api: Any
+) -> None:
+    retry = dataclasses.replace(FAST, unreachable_seconds=0.3)
+    watch = Watch(running_job, api, retry=retry)
+    watch.wait_for_message(lambda m: m.endswith("elapsed"))
+    url = running_job.url
+    running_job.stop()
+
+    with pytest.raises(ClusterUnreachable) as raised:
+        watch.outcome()
+
+    assert str(raised.value).startswith(f"the Kubernetes API at {url} stopped answering for 0.")
+    assert "the job's state is unknown" in str(raised.value)
+    assert running_job.patches == []  # nothing was stopped: the job may well be running
 
 
 def test_api_server_restart_losing_state_reports_the_job_deleted(
