@@ -6,17 +6,17 @@ STAMP := $(VENV)/.installed
 # The TensorFlow image's Python for local runs: TensorFlow needs NumPy 2, Chainer NumPy 1.
 TF_VENV := .venv-tensorflow
 TF_STAMP := $(TF_VENV)/.installed
-APT_PACKAGES := openmpi-bin libopenmpi-dev iproute2
+APT_PACKAGES := openmpi-bin libopenmpi-dev iproute2 openssh-server openssh-client
 
 .PHONY: setup system-deps test lint run preview crds images bench clean
 
 setup: $(STAMP) $(TF_STAMP)
 
 # Debian packages for local runs and the MPI plumbing tests (Open MPI, its headers for
-# building mpi4py, iproute2 and util-linux for pod network namespaces); installed only when
-# root and missing.
+# building mpi4py, iproute2 and util-linux for pod network namespaces, OpenSSH for the ssh
+# transport); installed only when root and missing.
 system-deps:
-	@if [ "$$(id -u)" = 0 ] && ! (command -v mpiexec >/dev/null && command -v mpicc >/dev/null && command -v ip >/dev/null && command -v nsenter >/dev/null); then \
+	@if [ "$$(id -u)" = 0 ] && ! (command -v mpiexec >/dev/null && command -v mpicc >/dev/null && command -v ip >/dev/null && command -v nsenter >/dev/null && command -v ssh-keygen >/dev/null && test -x /usr/sbin/sshd); then \
 		echo "installing $(APT_PACKAGES)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PACKAGES) util-linux >/dev/null; \
 	fi

@@ -42,6 +42,12 @@ BENCHMARKS = (
     Benchmark("MPI launch, 70 workers", "mpi_launch.py", ("--workers", "70"), ("--workers", "70")),
     Benchmark("local-run overhead", "local_overhead.py", ("--trials", "7"), ("--trials", "1")),
     Benchmark("ChainerMN throughput", "throughput.py", ("--trials", "3"), ("--trials", "1")),
+    Benchmark(
+        "MPI launch cost",
+        "launch_cost.py",
+        ("--trials", "3"),
+        ("--trials", "1", "--sizes", "8", "32"),
+    ),
 )
 
 PROFILING_NOTES = """\

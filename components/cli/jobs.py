@@ -8,7 +8,7 @@ from pathlib import Path
 
 from components.core.errors import SpecError
 from components.core.gang import GANG_SCHEDULERS
-from components.core.graph import DEFAULT_KUBECTL_IMAGE, GraphOptions
+from components.core.graph import DEFAULT_KUBECTL_IMAGE, MPI_TRANSPORTS, GraphOptions
 from components.core.manifests import prepare_output_dir, write_manifests
 from components.kinds import crds
 from components.kinds.registry import JobDefinition, load_job
@@ -41,6 +41,7 @@ def _render(args: argparse.Namespace) -> int:
         kubectl_image=args.kubectl_image,
         gang_scheduler=args.gang_scheduler,
         gang_scheduler_name=args.gang_scheduler_name,
+        mpi_transport=args.mpi_transport,
     )
     job = load_job(args.file, args.namespace, options)  # validate before touching --out
     report_warnings(args.file, job)
@@ -82,7 +83,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="NAME",
         help="the pods' schedulerName for scheduler-plugins (default: scheduler-plugins-scheduler)",
     )
+    add_mpi_transport(render)
     render.set_defaults(handler=_render)
+
+
+def add_mpi_transport(parser: argparse.ArgumentParser, default: str | None = "kubectl") -> None:
+    """`--mpi-transport`, shared by `render`, `preview` and `run`."""
+    parser.add_argument(
+        "--mpi-transport",
+        choices=MPI_TRANSPORTS,
+        default=default,
+        help="how a ChainerJob's master starts MPI daemons in its workers: kubectl exec through "
+        "the API server (default), or ssh to an sshd in each worker with a key made per job "
+        "(no Role, no API token)"
+        + ("" if default else "; default: the stack's trainjobs:mpiTransport"),
+    )
 
 
 def register_crds(subparsers: argparse._SubParsersAction) -> None:

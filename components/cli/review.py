@@ -6,6 +6,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
+from components.cli.jobs import add_mpi_transport
 from components.core.errors import UserError
 from components.review.compare import DEFAULT_MAX_BYTES, Comparison, compare
 from components.review.refs import diff_against_ref
@@ -130,7 +131,10 @@ def _preview(args: argparse.Namespace) -> int:
     from components.review.preview import run_preview, write_preview
 
     check_against(args)
-    result = run_preview(args.stack, args.project)
+    overrides = {}
+    if args.mpi_transport is not None:
+        overrides["trainjobs:mpiTransport"] = args.mpi_transport
+    result = run_preview(args.stack, args.project, overrides)
     paths = write_preview(result, args.out)
     objects = result.kubernetes_objects()
     print(
@@ -156,6 +160,7 @@ def register_preview(subparsers: argparse._SubParsersAction) -> None:
     preview.add_argument(
         "--against", type=_directory, metavar="BASE_DIR", help="report changes since that preview"
     )
+    add_mpi_transport(preview, default=None)
     add_report_arguments(preview)
     preview.set_defaults(handler=_preview)
 

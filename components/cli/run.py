@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
+from components.cli.jobs import add_mpi_transport
 from components.core.errors import UserError
 from components.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS
 
@@ -49,6 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run image REF as the declared image DECLARED (see components/images/catalogue.py)",
     )
     run.add_argument("--namespace", default="default", help="if the spec names none")
+    add_mpi_transport(run)
     run.set_defaults(handler=_run)
 
 
@@ -65,11 +68,11 @@ def _run(args: argparse.Namespace) -> int:
         if not separator or not reference or not declared:
             raise UserError(f"--map-image {item!r}: expected REF=DECLARED")
         aliases[reference] = declared
-    options = GraphOptions()
+    options = GraphOptions(mpi_transport=args.mpi_transport)
     if args.wait_timeout is not None:
         if args.wait_timeout <= 0:
             raise UserError("--wait-timeout must be a positive number of seconds")
-        options = GraphOptions(wait_timeout_seconds=args.wait_timeout)
+        options = replace(options, wait_timeout_seconds=args.wait_timeout)
     job = load_job(args.file, args.namespace, options)
     report_warnings(args.file, job)
     result = run_job(

@@ -13,6 +13,8 @@ Manifest = dict[str, Any]
 
 DEFAULT_KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.34.2"
 DEFAULT_WAIT_TIMEOUT_SECONDS = 600
+MPI_TRANSPORTS = ("kubectl", "ssh")
+"""How a ChainerJob's master starts Open MPI's daemons in its workers (the first is the default)."""
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,10 @@ class GraphOptions:
     join (a job whose pods name ``schedulerName: volcano`` gets Volcano's without it)."""
     gang_scheduler_name: str | None = None
     """The pods' schedulerName for scheduler-plugins (default: its chart's second scheduler)."""
+    mpi_transport: str = MPI_TRANSPORTS[0]
+    """``kubectl``: through ``kubectl exec`` and the API server (KEP-141), with a Role that may
+    exec into the workers; ``ssh``: through an sshd in every worker and a key made per job at
+    deploy time, with no Role and no API token."""
     tensorflow_server_image: str | None = None
     """Image of the standard TensorFlow server a TFJob v1alpha1 parameter server without a
     template runs, when the job's own ``tfImage`` does not name one."""

@@ -48,6 +48,11 @@ class JobNames:
         return f"{self.job}-launcher-rolebinding"
 
     @property
+    def ssh_secret(self) -> str:
+        """The ssh transport's Secret: the job's key pair (named as mpi-operator names it)."""
+        return f"{self.job}-ssh"
+
+    @property
     def master(self) -> str:
         """The master Job's name, also its pod's hostname (so the hostfile can name it)."""
         return f"{self.job}-master"

@@ -15,7 +15,9 @@ import pulumi_kubernetes as k8s
 
 from components.cluster.target import WATCH_ANNOTATION, WatchTarget
 from components.core.graph import Manifest, Node
+from components.deploy.ssh_key import ssh_secret_data
 from components.deploy.watch_target import WORKLOAD_KINDS, watch_target
+from components.kinds.chainer import ssh_assets
 from components.kinds.registry import JobDefinition
 
 # pulumi-kubernetes waits for a created Job to complete (10 minutes by default, then fails
@@ -44,6 +46,7 @@ them a change would be planned as an update, which the API server rejects."""
 
 _RESOURCE_CLASSES: dict[tuple[str, str], type[pulumi.CustomResource]] = {
     ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
+    ("v1", "Secret"): k8s.core.v1.Secret,
     ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
     ("v1", "Service"): k8s.core.v1.Service,
     ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
@@ -185,6 +188,9 @@ class TrainingJob(pulumi.ComponentResource):
                 # A custom resource (a gang scheduler's PodGroup): typed by apiVersion and kind.
                 resource_class = k8s.apiextensions.CustomResource
                 kwargs.update(api_version=manifest["apiVersion"], kind=manifest["kind"])
+            if node.kind == "Secret" and manifest.get("type") == ssh_assets.SECRET_TYPE:
+                # The ssh transport's key pair: made here, never part of the pure graph.
+                kwargs["data"] = ssh_secret_data(job.name, self)
             depends_on = [self.resources[key] for key in node.depends_on]
             self.resources[node.key] = resource_class(
                 node.name, opts=resource_options(node, self, depends_on, gated), **kwargs

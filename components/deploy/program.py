@@ -13,7 +13,12 @@ import pulumi
 from components.cloud.scheduling import SchedulingProfile, apply_scheduling
 from components.core.errors import Problem, SpecError, UserError
 from components.core.gang import GANG_SCHEDULERS
-from components.core.graph import DEFAULT_KUBECTL_IMAGE, DEFAULT_WAIT_TIMEOUT_SECONDS, GraphOptions
+from components.core.graph import (
+    DEFAULT_KUBECTL_IMAGE,
+    DEFAULT_WAIT_TIMEOUT_SECONDS,
+    MPI_TRANSPORTS,
+    GraphOptions,
+)
 from components.deploy.completion import (
     OUTCOME_FIELDS,
     JobCompletion,
@@ -53,6 +58,7 @@ class StackSettings:
                 tensorflow_server_image=config.get("tensorflowServerImage"),
                 gang_scheduler=_gang_scheduler(config.get("gangScheduler")),
                 gang_scheduler_name=config.get("gangSchedulerName"),
+                mpi_transport=_mpi_transport(config.get("mpiTransport")),
             ),
             gpu_pool=SchedulingProfile.from_config(config.get("gpuPool")),
             preflight=config.get_bool("preflight") is not False,
@@ -65,6 +71,17 @@ def _gang_scheduler(value: str | None) -> str | None:
     if value is not None and value not in GANG_SCHEDULERS:
         raise UserError(
             f"stack config trainjobs:gangScheduler must be one of {', '.join(GANG_SCHEDULERS)} "
+            f"(got {value!r})"
+        )
+    return value
+
+
+def _mpi_transport(value: str | None) -> str:
+    if value is None:
+        return MPI_TRANSPORTS[0]
+    if value not in MPI_TRANSPORTS:
+        raise UserError(
+            f"stack config trainjobs:mpiTransport must be one of {', '.join(MPI_TRANSPORTS)} "
             f"(got {value!r})"
         )
     return value

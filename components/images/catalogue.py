@@ -107,6 +107,9 @@ _TORCH_DEPENDENCIES = (
     "typing_extensions==4.16.0",
 )
 
+# The ssh transport (trainjobs:mpiTransport ssh): sshd in every worker, ssh in the master.
+_SSH_PACKAGES = ("openssh-server", "openssh-client")
+
 _OPEN_MPI = OpenMpi(
     version="4.1.8", sha256="466f68e3132a1dc02710cc2011fafced8336d98359fa2dae4dddcfd5719f12a9"
 )
@@ -134,7 +137,7 @@ IMAGES: dict[str, Image] = {
             summary="Chainer 7.8.1 with ChainerMN over Debian's Open MPI 4.1 (distributed, CPU: "
             "--communicator naive).",
             debian=_DEBIAN_12,
-            apt_packages=("openmpi-bin", "libopenmpi-dev"),
+            apt_packages=("openmpi-bin", "libopenmpi-dev", *_SSH_PACKAGES),
             python_packages=(*_CHAINER_PACKAGES, _MPI4PY),
             files=(_TRAINING_SCRIPT,),
             env=_PYTHON_ENV,
@@ -167,6 +170,7 @@ IMAGES: dict[str, Image] = {
             summary="ChainerMN 7.8.1 on CUDA 12.2 with cuDNN 8, CuPy 13, NCCL and CUDA-aware "
             "Open MPI 4.1.8 (distributed: --communicator pure_nccl).",
             cuda=_CUDA_12,
+            apt_packages=_SSH_PACKAGES,
             python_packages=(*_CHAINER_PACKAGES, _MPI4PY),
             gpu_packages=_CUPY,
             files=(_TRAINING_SCRIPT,),

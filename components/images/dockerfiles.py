@@ -125,6 +125,17 @@ def _apt_step(image: Image) -> str:
     )
 
 
+def _sshd_step() -> str:
+    """What sshd needs beyond its package: nothing of the package's own set-up is kept."""
+    return (
+        "# sshd for the ssh transport, run by the job on a high port with the job's key as its\n"
+        "# host key: the host keys the package made go (every container would share them).\n"
+        "# As root it needs its privilege-separation directory, which Debian's service makes\n"
+        "# at boot and a container never does; as any other user it needs nothing more.\n"
+        + _run("rm -f /etc/ssh/ssh_host_*", "mkdir -p /run/sshd")
+    )
+
+
 def _open_mpi_steps(image: Image) -> str:
     assert image.build is not None and image.build.open_mpi is not None
     mpi = image.build.open_mpi
@@ -200,6 +211,8 @@ def render(image: Image) -> str:
         parts.append(f"FROM {build.kubectl_image} AS {KUBECTL_STAGE}\n")
     parts.append(f"FROM {image.base}\n")
     parts.append(_apt_step(image))
+    if "openssh-server" in image.apt_packages:
+        parts.append(_sshd_step())
     if build.open_mpi is not None:
         parts.append(_open_mpi_steps(image))
     parts.append(_python_steps(image))

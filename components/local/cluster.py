@@ -139,6 +139,8 @@ class ClusterPlan:
     workers: list[PodPlan]
     """StatefulSet pods: long-running, restarted when they exit, stopped at the end."""
     config_maps: dict[str, dict[str, str]]
+    secrets: dict[str, Manifest]
+    """The job's Secrets as the graph has them (without data: see components.local.ssh)."""
     grants: dict[str, list[tuple[str, str, str]]]
     """service account -> (verb, resource, pod name or '*') it may use."""
     success_jobs: tuple[str, ...] = ()
@@ -176,6 +178,7 @@ def plan_cluster(
     graph: Graph, success_jobs: tuple[str, ...], success_any: bool = False
 ) -> ClusterPlan:
     config_maps: dict[str, dict[str, str]] = {}
+    secrets: dict[str, Manifest] = {}
     accounts: dict[str, Manifest] = {}
     services: list[Manifest] = []
     workers: list[PodPlan] = []
@@ -184,6 +187,8 @@ def plan_cluster(
         manifest = node.manifest
         if node.kind == "ConfigMap":
             config_maps[node.name] = dict(manifest.get("data") or {})
+        elif node.kind == "Secret":
+            secrets[node.name] = manifest
         elif node.kind == "ServiceAccount":
             accounts[node.name] = manifest
         elif node.kind == "Service":
@@ -211,6 +216,7 @@ def plan_cluster(
         jobs=[dataclasses.replace(job, pods=[named[pod.name] for pod in job.pods]) for job in jobs],
         workers=[named[pod.name] for pod in workers],
         config_maps=config_maps,
+        secrets=secrets,
         grants=_grants(graph),
         success_jobs=tuple(success_jobs),
         success_any=success_any,

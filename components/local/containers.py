@@ -30,6 +30,7 @@ the field named.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -210,7 +211,9 @@ def check_command(argv: list[str], env: dict[str, str], image: Image, where: str
 def materialise_config_map(
     target: Path, data: dict[str, str], mode: int, items: list[dict[str, Any]] | None
 ) -> None:
-    """A configMap volume as the kubelet writes it: one file per key (or per listed item)."""
+    """A configMap (or secret) volume as the kubelet writes it: one file per key (or per listed
+    item). Each file is created readable by its owner only and then given its mode, so that a
+    key is never readable by others, even for a moment."""
     target.mkdir(parents=True, exist_ok=True)
     chosen = [(item["key"], item["path"], item.get("mode", mode)) for item in items or []] or [
         (key, key, mode) for key in data
@@ -218,5 +221,7 @@ def materialise_config_map(
     for key, relative, file_mode in chosen:
         path = target / relative
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(data[key], encoding="utf-8")
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(data[key])
         path.chmod(file_mode)

@@ -15,6 +15,8 @@ It behaves like kubectl talking to an API server:
 - the caller's identity is its pod's service account (``TRAINJOBS_LOCAL_POD``), and the
   job's Role is enforced: exec and get are refused with kubectl's Forbidden message unless a
   RoleBinding grants them for that pod name. A pod without a mounted token has no identity;
+- every request, allowed or not, is counted in ``api-calls.log`` next to the registry: the
+  calls the job's assets would make to a cluster's API server;
 - ``exec`` runs COMMAND in the target container: in the pod's network, UTS and mount
   namespaces (entered through the pod sandbox's PID with ``nsenter``) with the container's
   environment and working directory, not the caller's, just as the kubelet does. Without
@@ -37,6 +39,9 @@ REGISTRY_ENV = "TRAINJOBS_LOCAL_REGISTRY"
 """Env var naming the run's pod registry (JSON). Also marks every process of a local run."""
 POD_ENV = "TRAINJOBS_LOCAL_POD"
 """Env var naming the pod a process belongs to (the caller's identity for RBAC)."""
+CALLS_LOG = "api-calls.log"
+"""Next to the registry: one line per API request (``CALLER VERB RESOURCE POD``), the calls
+this job would make to a cluster's API server."""
 PHASE_JSONPATH = "jsonpath={.status.phase}"
 PROGRAM = "kubectl (trainjobs local stand-in)"
 
@@ -72,9 +77,20 @@ def load_registry() -> dict[str, Any]:
     return registry
 
 
+def record_call(caller: str, verb: str, resource: str, pod: str) -> None:
+    """Count the request: one line, appended in one write (concurrent callers never mix)."""
+    path = os.path.join(os.path.dirname(os.environ[REGISTRY_ENV]), CALLS_LOG)
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(descriptor, f"{caller or '-'} {verb} {resource} {pod}\n".encode())
+    finally:
+        os.close(descriptor)
+
+
 def authorize(registry: dict[str, Any], verb: str, resource: str, pod: str) -> None:
     """Refuse, as the API server would, unless the caller's service account may do this."""
     caller = os.environ.get(POD_ENV, "")
+    record_call(caller, verb, resource, pod)
     account = (registry["pods"].get(caller) or {}).get("serviceAccount")
     if not account:
         fail(

@@ -100,7 +100,8 @@ class PodRun:
         return ProcessSpec(argv=argv, env=env, cwd=workdir)
 
     def _check_volumes(self) -> None:
-        """Only configMap and emptyDir volumes exist locally; create their directories."""
+        """Only configMap, emptyDir and the job's own secret volumes exist locally; create
+        their directories."""
         for index, volume in enumerate(self.plan.spec.get("volumes") or []):
             if "configMap" in volume:
                 if volume["configMap"]["name"] not in self.run.plan.config_maps:
@@ -108,11 +109,18 @@ class PodRun:
                         f"{self.plan.owner}: volumes[{index}] names ConfigMap "
                         f"{volume['configMap']['name']!r}, which the job does not create"
                     )
+            elif "secret" in volume:
+                if volume["secret"]["secretName"] not in self.run.secret_files:
+                    raise UserError(
+                        f"{self.plan.owner}: volumes[{index}] names Secret "
+                        f"{volume['secret']['secretName']!r}, which the job does not create"
+                    )
             elif "emptyDir" not in volume:
                 kinds = sorted(set(volume) - {"name"})
                 raise UserError(
                     f"{self.plan.owner}: volumes[{index}] ({volume['name']}): {kinds} volumes "
-                    "are not supported by local runs (configMap and emptyDir are)"
+                    "are not supported by local runs (configMap, emptyDir and the job's own "
+                    "Secrets are)"
                 )
         # Directories must exist for PathMap to know they are directories.
         for path in self.volume_dirs.values():
@@ -132,6 +140,15 @@ class PodRun:
                 containers.materialise_config_map(
                     target,
                     self.run.plan.config_maps[source["name"]],
+                    int(source.get("defaultMode", 0o644)),
+                    source.get("items"),
+                )
+            elif "secret" in volume:
+                source = volume["secret"]
+                target.chmod(0o700)
+                containers.materialise_config_map(
+                    target,
+                    self.run.secret_files[source["secretName"]],
                     int(source.get("defaultMode", 0o644)),
                     source.get("items"),
                 )
@@ -187,6 +204,17 @@ class PodRun:
             self.sandbox.stop()
         kill_all(self.run.processes(self.name))
         self.run.publish()
+
+    def remove_secret_volumes(self) -> list[str]:
+        """Secret data lives as long as the run: delete it once the pod is gone."""
+        left = []
+        for volume in self.plan.spec.get("volumes") or []:
+            if "secret" in volume:
+                target = self.volume_dirs[volume["name"]]
+                shutil.rmtree(target, ignore_errors=True)
+                if target.exists():
+                    left.append(f"secret volume {target}")
+        return left
 
     def registry_entry(self) -> dict[str, Any]:
         alive = self.sandbox is not None and self.sandbox.alive()

@@ -31,6 +31,9 @@ class RunResult:
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per Job: its condition (Complete, Failed, or Active when stopped by the scale-to-0),
     reason, attempts, retries and succeeded indexes."""
+    api_calls: dict[str, int] = field(default_factory=dict)
+    """API server requests the job's pods made through kubectl, by verb and resource
+    (``create pods/exec``): what a cluster's API server would have served them."""
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -47,4 +50,5 @@ class RunResult:
             "network": self.network,
             "leftovers": self.leftovers,
             "jobs": self.jobs,
+            "apiCalls": self.api_calls,
         }

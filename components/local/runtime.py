@@ -38,7 +38,8 @@ Kubernetes semantics kept, and where they live:
 
 Nothing leaks: whatever happens (success, failure, deadline, an exception, SIGINT or SIGTERM),
 the ``finally`` path stops every pod, kills any process that still carries the run's marker
-or sits in one of its namespaces, and removes namespaces, veths and the bridge; leftovers, if
+or sits in one of its namespaces, removes the Secret volumes and the ssh transport's key pair
+(:mod:`components.local.ssh`), and removes namespaces, veths and the bridge; leftovers, if
 any, are reported in the summary. A second Ctrl-C during that clean-up skips the grace period
 but not the clean-up.
 """
@@ -53,6 +54,7 @@ import shutil
 import sys
 import time
 import traceback
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -66,14 +68,16 @@ from components.core.jobset import QUEUE_LABEL
 from components.core.manifests import write_manifests
 from components.images import catalogue
 from components.images.declarations import Image
+from components.kinds.chainer import ssh_assets
 from components.kinds.registry import JobDefinition
+from components.local import ssh as local_ssh
 from components.local.cluster import (
     ClusterPlan,
     PodPlan,
     plan_cluster,
 )
 from components.local.job_run import JobRun
-from components.local.kubectl import POD_ENV, REGISTRY_ENV
+from components.local.kubectl import CALLS_LOG, POD_ENV, REGISTRY_ENV
 from components.local.network import (
     NETNS_RUN,
     LoopbackNetwork,
@@ -189,6 +193,9 @@ class Run:
             else LoopbackNetwork(pods)
         )
         hosts = {host.pod: host for host in self.network.hosts}
+        ssh_secrets = local_ssh.ssh_secrets(plan.secrets)
+        if ssh_secrets:
+            local_ssh.check_available(mode)
         created = not self.run_dir.exists()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "logs").mkdir()
@@ -196,6 +203,15 @@ class Run:
         # Building the pods resolves images, env and paths: every user error surfaces here,
         # before anything is started (and the run directory goes again).
         try:
+            # The ssh transport's key pair: made for this run, removed when it ends.
+            self.keys = (
+                local_ssh.RunKeys(self.run_dir, job.name, ssh_assets.host_key_alias(job.name))
+                if ssh_secrets
+                else None
+            )
+            self.secret_files = {
+                name: self.keys.files for name in ssh_secrets if self.keys is not None
+            }
             self.jobs = [
                 JobRun(
                     job_plan, [PodRun(pod, hosts[pod.name], self) for pod in job_plan.pods], self
@@ -278,6 +294,8 @@ class Run:
                     )
             write_manifests(self.job.graph.manifests(), _mkdir(self.run_dir / "manifests"))
             self.publish()
+            if self.keys is not None:
+                local_ssh.prepare_sshd()
             self.network.up()
             for host in self.network.hosts:
                 if host.netns:
@@ -313,6 +331,7 @@ class Run:
             network=self.network.mode,
             leftovers=leftovers,
             jobs={job.name: job.status() for job in self.jobs},
+            api_calls=self._api_calls(),
         )
         (self.run_dir / "summary.json").write_text(
             json.dumps(result.summary(), indent=2) + "\n", encoding="utf-8"
@@ -455,9 +474,23 @@ class Run:
                     kill_all(pids)
                     time.sleep(0.01)
             finally:
-                network_leftovers = self.network.down()
+                try:
+                    secret_leftovers = self._remove_secrets()
+                finally:
+                    network_leftovers = self.network.down()
         leftovers = [f"process {pid}" for pid in pod_processes(str(self.registry))]
-        return leftovers + network_leftovers
+        return leftovers + secret_leftovers + network_leftovers
+
+    def _api_calls(self) -> dict[str, int]:
+        """The kubectl stand-in's count of requests, by verb and resource."""
+        log = self.run_dir / CALLS_LOG
+        lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+        return dict(sorted(Counter(" ".join(line.split()[1:3]) for line in lines).items()))
+
+    def _remove_secrets(self) -> list[str]:
+        """Secret volumes and the run's key pair go once no process can read them."""
+        left = [item for pod in self.pods for item in pod.remove_secret_volumes()]
+        return left + (self.keys.remove() if self.keys is not None else [])
 
     def _stopping_message(self, stopping: list[PodRun]) -> str:
         """What the end of the run does to the pods, by the job's cleanPodPolicy."""

@@ -207,13 +207,18 @@ def _working_directory(path: Path) -> Iterator[None]:
         os.chdir(previous)
 
 
-def run_preview(stack: str, project_dir: Path = Path(".")) -> PreviewResult:
-    """Evaluate the project's `__main__.py` for `stack` under mocks and record everything."""
+def run_preview(
+    stack: str, project_dir: Path = Path("."), overrides: dict[str, str] | None = None
+) -> PreviewResult:
+    """Evaluate the project's `__main__.py` for `stack` under mocks and record everything.
+
+    ``overrides``: config values that replace the stack file's (`namespace:key` -> value).
+    """
     project_dir = project_dir.resolve()
     program = project_dir / "__main__.py"
     if not program.is_file():
         raise UserError(f"no Pulumi program at {program}")
-    config = stack_config(project_dir, stack)
+    config = {**stack_config(project_dir, stack), **(overrides or {})}
     monitor = _RecordingMonitor()
     pulumi.runtime.set_all_config(config, [])
     settings.ROOT.set(None)  # a fresh root Stack per preview, as in a real deployment

@@ -244,10 +244,12 @@ def test_cpu_chainermn_uses_bookworms_open_mpi_compiles_mpi4py_and_carries_kubec
     start = lines.index(
         "    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\"
     )
-    assert lines[start + 1 : start + 8] == [
+    assert lines[start + 1 : start + 10] == [
         "        build-essential \\",
         "        libopenmpi-dev \\",
         "        openmpi-bin \\",
+        "        openssh-client \\",
+        "        openssh-server \\",
         "        python3.11 \\",
         "        python3.11-dev \\",
         "        python3.11-venv \\",
@@ -256,6 +258,15 @@ def test_cpu_chainermn_uses_bookworms_open_mpi_compiles_mpi4py_and_carries_kubec
     assert "        mpi4py==3.1.6 \\" in lines
     assert not [line for line in lines if "openmpi-4" in line or "--with-cuda" in line]
     assert "COPY --from=kubectl /bin/kubectl /usr/local/bin/kubectl" in lines
+
+
+def test_the_mpi_images_carry_sshd_without_the_packages_host_keys():
+    for directory in ("chainermn-cpu", "chainermn"):
+        lines = dockerfile(directory)
+        start = lines.index("RUN rm -f /etc/ssh/ssh_host_* \\")
+        assert lines[start + 1] == "    && mkdir -p /run/sshd", directory
+        assert "        openssh-server \\" in lines, directory
+        assert "        openssh-client \\" in lines, directory
 
 
 def test_torch_comes_from_pytorchs_cpu_index_before_the_rest_from_pypi():

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from components.cli import main
+from components.core.graph import MPI_TRANSPORTS, GraphOptions
 from components.core.jobset import child_jobs
 from components.kinds.chainer import spec as chainer_spec
 from components.kinds.chainer.graph import build_graph
@@ -163,10 +164,10 @@ def chainer_jobs(draw):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(chainer_jobs())
-def test_any_valid_spec_renders_to_schema_valid_manifests(document):
+@given(chainer_jobs(), st.sampled_from(MPI_TRANSPORTS))
+def test_any_valid_spec_renders_to_schema_valid_manifests(document, transport):
     plan = chainer_spec.parse(document, "generated.yaml")
-    graph = build_graph(plan)
+    graph = build_graph(plan, GraphOptions(mpi_transport=transport))
     problems = [p for m in graph.manifests() for p in schema_problems(m)]
     assert problems == []
     hostfile = graph.manifests()[0]["data"]["hostfile"].splitlines()

@@ -29,9 +29,13 @@ def hostfile(plan: ChainerJobPlan) -> str:
     writes (checkpoints, final metrics) lands in the Job's pod, which outlives the workers
     that are scaled to 0 when the job ends.
     """
-    lines = [f"{plan.names.master} slots={plan.master.slots}"]
-    lines += [f"{pod} slots={group.slots}" for group in plan.workers for pod in group.pods]
+    lines = [hostfile_line(plan.names.master, plan.master.slots)]
+    lines += [hostfile_line(pod, group.slots) for group in plan.workers for pod in group.pods]
     return "\n".join(lines) + "\n"
+
+
+def hostfile_line(host: str, slots: int) -> str:
+    return f"{host} slots={slots}"
 
 
 def kubexec(plan: ChainerJobPlan) -> str:

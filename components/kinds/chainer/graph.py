@@ -4,20 +4,26 @@ The master pod runs the user's command (typically ``mpiexec ... python train.py`
 starts its daemons on the workers through the generated rsh agent, which uses ``kubectl
 exec``; workers only sleep as exec targets. An init container on the master waits until
 every worker answers an exec round trip, so nothing else has to watch for readiness.
+
+With the ssh transport (:mod:`components.kinds.chainer.ssh_assets`) the RBAC objects give way
+to the job's ssh-auth Secret: workers run sshd, the rsh agent is ssh, and the waiter's round
+trip goes over ssh, from the master's own image (which carries the ssh client mpiexec uses).
 """
 
 from __future__ import annotations
 
 import copy
 
-from components.core.graph import Graph, GraphOptions, Manifest
+from components.core.graph import Graph, GraphOptions, Manifest, Node
 from components.core.labels import JOB_ROLE, REPLICA_TYPE, WORKER_SET, common_labels, metadata
 from components.core.pod_template import main_container, with_env
-from components.kinds.chainer import assets
+from components.kinds.chainer import assets, ssh_assets
 from components.kinds.chainer.spec import KIND, ChainerJobPlan, WorkerGroup
 
 ASSETS_VOLUME = "trainjobs-assets"
 KUBECTL_VOLUME = "trainjobs-kubectl"
+SSH_VOLUME = "trainjobs-ssh"
+SSH_STATE_VOLUME = "trainjobs-ssh-state"
 
 # Workers that give no command of their own are exec targets (KEP-141): they sleep until told
 # to stop, and exit 0 on SIGTERM at once (a plain `sleep` as PID 1 would ignore SIGTERM and
@@ -62,6 +68,7 @@ def build_graph(plan: ChainerJobPlan, options: GraphOptions | None = None) -> Gr
     options = options or GraphOptions()
     names, namespace = plan.names, plan.namespace
     graph = Graph(job=names.job, kind=KIND, namespace=namespace)
+    ssh = options.mpi_transport == "ssh" and bool(plan.workers)
 
     def labels(component: str) -> dict[str, str]:
         return common_labels(names.job, KIND, component, plan.labels)
@@ -71,7 +78,7 @@ def build_graph(plan: ChainerJobPlan, options: GraphOptions | None = None) -> Gr
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": metadata(names.assets, namespace, labels("assets")),
-            "data": assets.asset_files(plan),
+            "data": ssh_assets.asset_files(plan) if ssh else assets.asset_files(plan),
         }
     )
     if not plan.workers:
@@ -79,34 +86,11 @@ def build_graph(plan: ChainerJobPlan, options: GraphOptions | None = None) -> Gr
         graph.add(_master_job(plan, options, labels("master")), config_map)
         return graph
 
-    account = graph.add(
-        {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": metadata(names.launcher, namespace, labels("launcher")),
-            # Only the master pod opts in to a token; nothing else using this account gets one.
-            "automountServiceAccountToken": False,
-        },
-        config_map,
-    )
-    role = graph.add(_role(plan, labels("launcher")), config_map)
-    binding = graph.add(
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": metadata(names.role_binding, namespace, labels("launcher")),
-            "subjects": [
-                {"kind": "ServiceAccount", "name": names.launcher, "namespace": namespace}
-            ],
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "Role",
-                "name": names.role,
-            },
-        },
-        account,
-        role,
-    )
+    if ssh:
+        # Nothing calls the API server: the key pair replaces the RBAC objects.
+        access = graph.add(ssh_assets.secret(plan, labels("launcher")), config_map)
+    else:
+        access = _rbac(graph, plan, config_map, labels("launcher"))
     service = graph.add(
         {
             "apiVersion": "v1",
@@ -120,14 +104,47 @@ def build_graph(plan: ChainerJobPlan, options: GraphOptions | None = None) -> Gr
                 "selector": {"training.kubeflow.org/job-name": names.job},
             },
         },
-        binding,
+        access,
     )
     workers = [
-        graph.add(_worker_statefulset(plan, group, labels("worker")), service)
+        graph.add(_worker_statefulset(plan, group, labels("worker"), ssh), service)
         for group in plan.workers
     ]
     graph.add(_master_job(plan, options, labels("master")), *workers)
     return graph
+
+
+def _rbac(graph: Graph, plan: ChainerJobPlan, config_map: Node, labels: dict[str, str]) -> Node:
+    """The master's ServiceAccount, its Role and their RoleBinding (the kubectl transport)."""
+    names, namespace = plan.names, plan.namespace
+    account = graph.add(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": metadata(names.launcher, namespace, labels),
+            # Only the master pod opts in to a token; nothing else using this account gets one.
+            "automountServiceAccountToken": False,
+        },
+        config_map,
+    )
+    role = graph.add(_role(plan, labels), config_map)
+    return graph.add(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": metadata(names.role_binding, namespace, labels),
+            "subjects": [
+                {"kind": "ServiceAccount", "name": names.launcher, "namespace": namespace}
+            ],
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": names.role,
+            },
+        },
+        account,
+        role,
+    )
 
 
 def _role(plan: ChainerJobPlan, labels: dict[str, str]) -> Manifest:
@@ -170,7 +187,7 @@ def _pod_labels(template: Manifest, labels: dict[str, str], extra: dict[str, str
 
 
 def _worker_statefulset(
-    plan: ChainerJobPlan, group: WorkerGroup, labels: dict[str, str]
+    plan: ChainerJobPlan, group: WorkerGroup, labels: dict[str, str], ssh: bool
 ) -> Manifest:
     selector = {
         "training.kubeflow.org/job-name": plan.names.job,
@@ -187,8 +204,26 @@ def _worker_statefulset(
         pod["restartPolicy"] = "Always"
     container = main_container(template, group.container)
     if "command" not in container and "args" not in container:
-        container["command"] = list(WORKER_COMMAND)
-    with_env(container, MPI_ENV)
+        # A worker with a command of its own must start sshd itself (as with mpi-operator).
+        container["command"] = ["sh", ssh_assets.SSHD] if ssh else list(WORKER_COMMAND)
+    if ssh:
+        state = {"name": ssh_assets.SSH_STATE_DIR_ENV, "value": ssh_assets.SSH_STATE_DIR}
+        with_env(container, [*_ssh_env(), state, *MPI_ENV])
+        volumes = [
+            _assets_volume(plan),
+            _ssh_volume(plan),
+            # In memory, and private to the pod: the environment ssh sessions start from.
+            {"name": SSH_STATE_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
+        ]
+        mounts = [
+            _assets_mount(),
+            _ssh_mount(),
+            {"name": SSH_STATE_VOLUME, "mountPath": ssh_assets.SSH_STATE_DIR},
+        ]
+        container["volumeMounts"] = [*(container.get("volumeMounts") or []), *mounts]
+        pod["volumes"] = [*(pod.get("volumes") or []), *volumes]
+    else:
+        with_env(container, MPI_ENV)
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
@@ -204,8 +239,39 @@ def _worker_statefulset(
     }
 
 
+def _ssh_env() -> list[Manifest]:
+    """Master and workers alike: daemons that start other daemons (tree spawn) use the agent."""
+    return [
+        {"name": "OMPI_MCA_plm_rsh_agent", "value": ssh_assets.SSHEXEC},
+        {"name": ssh_assets.SSH_DIR_ENV, "value": ssh_assets.SSH_DIR},
+    ]
+
+
+def _assets_volume(plan: ChainerJobPlan) -> Manifest:
+    return {"name": ASSETS_VOLUME, "configMap": {"name": plan.names.assets, "defaultMode": 0o555}}
+
+
+def _assets_mount() -> Manifest:
+    return {"name": ASSETS_VOLUME, "mountPath": assets.ASSETS_DIR, "readOnly": True}
+
+
+def _ssh_volume(plan: ChainerJobPlan) -> Manifest:
+    """The job's key pair, readable by its owner only: ssh and sshd refuse a private key that
+    others may read. With a non-root user, the pod's ``fsGroup`` gives that user read access
+    (the kubelet adds group read to a Secret volume's files for it)."""
+    return {
+        "name": SSH_VOLUME,
+        "secret": {"secretName": plan.names.ssh_secret, "defaultMode": 0o400},
+    }
+
+
+def _ssh_mount() -> Manifest:
+    return {"name": SSH_VOLUME, "mountPath": ssh_assets.SSH_DIR, "readOnly": True}
+
+
 def _master_job(plan: ChainerJobPlan, options: GraphOptions, labels: dict[str, str]) -> Manifest:
     names = plan.names
+    ssh = options.mpi_transport == "ssh"
     template = copy.deepcopy(plan.master.template)
     _pod_labels(template, labels, {REPLICA_TYPE: "master", JOB_ROLE: "master"})
     pod = template["spec"]
@@ -214,14 +280,18 @@ def _master_job(plan: ChainerJobPlan, options: GraphOptions, labels: dict[str, s
     pod["hostname"] = names.master
     container = main_container(template, plan.master.container)
     env = [{"name": "OMPI_MCA_orte_default_hostfile", "value": assets.HOSTFILE}]
-    volumes = [
-        {
-            "name": ASSETS_VOLUME,
-            "configMap": {"name": names.assets, "defaultMode": 0o555},
-        }
-    ]
-    mounts = [{"name": ASSETS_VOLUME, "mountPath": assets.ASSETS_DIR, "readOnly": True}]
-    if plan.workers:
+    volumes = [_assets_volume(plan)]
+    mounts = [_assets_mount()]
+    if plan.workers and ssh:
+        pod["subdomain"] = names.service
+        # ssh needs no API access: no token at all.
+        pod["automountServiceAccountToken"] = False
+        env += [*_ssh_env(), *MPI_ENV]
+        volumes.append(_ssh_volume(plan))
+        mounts.append(_ssh_mount())
+        waiter = _ssh_waiter(container["image"], options)
+        pod["initContainers"] = [*(pod.get("initContainers") or []), waiter]
+    elif plan.workers:
         pod["subdomain"] = names.service
         pod["serviceAccountName"] = names.launcher
         pod["automountServiceAccountToken"] = True
@@ -254,6 +324,27 @@ def _master_job(plan: ChainerJobPlan, options: GraphOptions, labels: dict[str, s
         "kind": "Job",
         "metadata": metadata(names.master, plan.namespace, labels),
         "spec": spec,
+    }
+
+
+def _ssh_waiter(image: str, options: GraphOptions) -> Manifest:
+    """Wait until every worker's sshd answers, from the master's own image: it has the ssh
+    client mpiexec uses. It runs as the pod's user (the one the workers' sshd accepts)."""
+    return {
+        "name": "trainjobs-cluster-waiter",
+        "image": image,
+        "command": ["sh", ssh_assets.CLUSTER_WAITER],
+        "env": [
+            {"name": ssh_assets.SSH_DIR_ENV, "value": ssh_assets.SSH_DIR},
+            {"name": "TRAINJOBS_WAIT_TIMEOUT_SECONDS", "value": str(options.wait_timeout_seconds)},
+        ],
+        "volumeMounts": [_assets_mount(), _ssh_mount()],
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+        "resources": copy.deepcopy(_INIT_RESOURCES),
     }
 
 
