@@ -123,9 +123,10 @@ KINDS = {
 }
 
 
+@pytest.mark.parametrize("refresh", [False, True], ids=["up", "refresh-then-up"])
 @pytest.mark.parametrize("name", sorted(KINDS))
 def test_a_changed_image_replaces_the_jobs_and_runs_the_job_again(
-    name: str, kube: FakeKube, engine: Engine, tmp_path: Path
+    name: str, refresh: bool, kube: FakeKube, engine: Engine, tmp_path: Path
 ) -> None:
     deciding, leftover = KINDS[name]
     stack = Stack(tmp_path / "project", {name: spec(name)})
@@ -150,6 +151,8 @@ def test_a_changed_image_replaces_the_jobs_and_runs_the_job_again(
         assert kube.replicas(f"{name}-worker") == 0
 
     old_uids = {job: kube.get("jobs", job)["metadata"]["uid"] for job in jobs}
+    if refresh:
+        assert engine.refresh() == []
     changed = stack.write({name: with_image(spec(name), "registry.example/new:2")})
     engine.up(changed)
     assert [step for step in engine.steps if step[1] in jobs][-2 * len(jobs) :] == [
@@ -161,7 +164,7 @@ def test_a_changed_image_replaces_the_jobs_and_runs_the_job_again(
     second = in_background(lambda: engine.watch(changed))
     wait_running(kube, jobs)
     if leftover == "StatefulSet":
-        assert kube.replicas(f"{name}-worker") == 2  # restored for the new run
+        wait_sizes(kube, {f"{name}-worker": 2})  # restored for the new run
     for job in deciding:
         kube.complete_job(job)
     assert second()[f"{NS}/{name}"]["phase"] == "Succeeded"
@@ -209,50 +212,82 @@ def tf_job_with_a_stateful_ps() -> dict[str, Any]:
     return document
 
 
+FAILURES = {
+    # the document, the Job that fails, the replica whose image fixes it, the failure
+    # report's first words, StatefulSets and their declared size, whether the Jobs that
+    # still ran are stopped (cleanPodPolicy Running; v1's default None leaves them)
+    "chainermn-mnist": (
+        lambda: spec("chainermn-mnist"),
+        "chainermn-mnist-master",
+        "master",
+        "job default/chainermn-mnist Failed (BackoffLimitExceeded",
+        {"chainermn-mnist-worker": 2},
+        True,
+    ),
+    "tf-mnist": (
+        tf_job_with_a_stateful_ps,
+        "tf-mnist-worker-1",
+        "Worker",
+        "job default/tf-mnist Failed (WorkerFailed: worker Job default/tf-mnist-worker-1 failed",
+        {"tf-mnist-ps-0": 1},
+        True,
+    ),
+    "pytorch-mnist": (
+        lambda: spec("pytorch-mnist"),
+        "pytorch-mnist-worker-0",
+        "Worker",
+        "job default/pytorch-mnist Failed (WorkerFailed: worker Job "
+        "default/pytorch-mnist-worker-0 failed",
+        {},
+        False,
+    ),
+}
+
+
+def wait_sizes(kube: FakeKube, sizes: dict[str, int]) -> None:
+    deadline = time.monotonic() + LIFECYCLE_SECONDS
+    while {sts: kube.replicas(sts) for sts in sizes} != sizes:
+        assert time.monotonic() < deadline, {sts: kube.replicas(sts) for sts in sizes}
+        time.sleep(0.02)
+
+
 @pytest.mark.parametrize("refresh", [False, True], ids=["up", "refresh-then-up"])
-def test_a_failed_worker_fixed_runs_again_with_every_workload_restored(
-    refresh: bool, kube: FakeKube, engine: Engine, tmp_path: Path
+@pytest.mark.parametrize("name", sorted(FAILURES))
+def test_a_failed_job_fixed_runs_again_with_every_workload_restored(
+    name: str, refresh: bool, kube: FakeKube, engine: Engine, tmp_path: Path
 ) -> None:
-    stack = Stack(tmp_path / "project", {"tf": tf_job_with_a_stateful_ps()})
+    document, failing, replica, report, statefulsets, stops = FAILURES[name]
+    stack = Stack(tmp_path / "project", {name: document()})
     program = run_preview("test", stack.root)
     jobs = jobs_of(program)
-    assert jobs == ["tf-mnist-worker-0", "tf-mnist-worker-1", "tf-mnist-chief-0"]
     engine.up(program)
     first = in_background(lambda: engine.watch(program))
     wait_running(kube, jobs)
-    kube.fail_job("tf-mnist-worker-1", reason="PodFailurePolicy", message="exit code 1")
+    kube.fail_job(
+        failing, reason="PodFailurePolicy" if failing != jobs[-1] else "BackoffLimitExceeded"
+    )
 
     with pytest.raises(JobFailedError) as raised:
         first()
 
-    assert str(raised.value).startswith(
-        "job default/tf-mnist Failed (WorkerFailed: worker Job default/tf-mnist-worker-1 failed "
-        "(PodFailurePolicy: exit code 1))"
-    )
-    # The chief waited for the failed worker: stopped, with the others.
-    assert [stopped(kube, job) for job in ("tf-mnist-chief-0", "tf-mnist-worker-0")] == [
-        True,
-        True,
-    ]
-    assert kube.replicas("tf-mnist-ps-0") == 0
+    assert str(raised.value).startswith(report)
+    # What still ran is stopped per the cleanPodPolicy: the chief or master that waited too.
+    others = [job for job in jobs if job != failing]
+    assert [stopped(kube, job) for job in others] == [stops] * len(others)
+    assert {sts: kube.replicas(sts) for sts in statefulsets} == dict.fromkeys(statefulsets, 0)
     if refresh:
         assert engine.refresh() == []
-        chief = engine.entry("kubernetes:batch/v1:Job", "tf-mnist-chief-0")
-        assert (
-            chief.inputs["spec"]["suspend"] is True
-        )  # the live value, as pulumi-kubernetes reads it
+        for job in jobs:  # pulumi-kubernetes reads the live suspension into the inputs
+            live = kube.get("jobs", job)["spec"]["suspend"]
+            assert engine.entry("kubernetes:batch/v1:Job", job).inputs["spec"]["suspend"] is live
 
-    fixed = tf_job_with_a_stateful_ps()
-    fixed["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"] = (
-        "registry.example/fixed:2"
-    )
-    program = stack.write({"tf": fixed})
+    program = stack.write({name: with_image(document(), "registry.example/fixed:2", replica)})
     engine.up(program)
     second = in_background(lambda: engine.watch(program))
-    wait_running(kube, jobs)  # the chief too, although Pulumi did not touch it
-    assert kube.replicas("tf-mnist-ps-0") == 1
-    kube.complete_job("tf-mnist-chief-0")
-    assert second()[f"{NS}/tf-mnist"]["phase"] == "Succeeded"
+    wait_running(kube, jobs)  # every Job, those Pulumi did not touch too
+    wait_sizes(kube, statefulsets)
+    kube.complete_job(jobs[-1])
+    assert second()[f"{NS}/{name}"]["phase"] == "Succeeded"
 
 
 # --- a TTL that removes a finished job does not make it run again -------------------------------

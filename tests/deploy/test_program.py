@@ -502,3 +502,25 @@ def test_a_kueue_queued_job_is_one_jobset_resource_replaced_whole(tmp_path):
         if "kueue.x-k8s.io/queue-name" in (r.inputs["metadata"].get("labels") or {})
     ]
     assert queued == ["pytorch-simple"]
+
+
+@pytest.mark.parametrize(
+    "stack", sorted(p.stem.removeprefix("Pulumi.") for p in REPO.glob("Pulumi.*.yaml"))
+)
+def test_no_workload_of_any_stack_skips_the_await_of_its_deletion(stack):
+    """A replaced workload keeps its name: pulumi-kubernetes must wait for the old object to
+    be gone before creating the new one, which skipAwait would turn off for Jobs and
+    StatefulSets."""
+    workloads = [
+        r
+        for r in run_preview(stack, REPO).kubernetes_objects()
+        if r.inputs["kind"] in ("Job", "StatefulSet")
+    ]
+    assert workloads
+    assert {
+        r.name: (
+            r.inputs["metadata"]["annotations"].get("pulumi.com/skipAwait"),
+            r.inputs["metadata"]["annotations"]["pulumi.com/waitFor"],
+        )
+        for r in workloads
+    } == {r.name: (None, "jsonpath={.metadata.uid}") for r in workloads}
