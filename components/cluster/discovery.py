@@ -10,21 +10,12 @@ then :class:`~components.cluster.errors.ClusterUnreachable`.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from components.cluster.diagnosis import describe_error
-from components.cluster.errors import (
-    DEFAULT_RETRY,
-    ClusterUnreachable,
-    RetryPolicy,
-    access_error,
-    is_transient,
-)
-from components.cluster.record import RECORD_ANNOTATION, FinishedRun, annotations_of
+from components.cluster.errors import DEFAULT_RETRY, RetryPolicy, call_with_retries
+from components.cluster.record import FinishedRun, annotations_of, read_record
 from components.cluster.rules import decide
 from components.cluster.status import SUSPENDED, JobStatus
 from components.cluster.target import WATCH_ANNOTATION, WatchTarget
@@ -35,46 +26,7 @@ from components.core.labels import JOB_NAME, MANAGED_BY
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
-T = TypeVar("T")
-
 MANAGED = f"app.kubernetes.io/managed-by={MANAGED_BY}"
-
-
-def _call(
-    api: ApiClient,
-    action: str,
-    namespace: str,
-    request: Callable[[], T],
-    retry: RetryPolicy,
-    *,
-    missing_ok: bool = False,
-) -> T | None:
-    """One API request, retried while it fails transiently, for up to the first-contact
-    limit; refusals (401, 403...) are access errors. ``missing_ok``: None for a 404."""
-    from kubernetes.client.exceptions import ApiException
-
-    started = time.monotonic()
-    backoff = retry.initial_backoff
-    while True:
-        try:
-            return request()
-        except ApiException as error:
-            if missing_ok and error.status == HTTPStatus.NOT_FOUND:
-                return None
-            if not is_transient(error):
-                raise access_error(error, action, namespace) from error
-            last = error
-        except Exception as error:
-            if not is_transient(error):
-                raise
-            last = error
-        waited = time.monotonic() - started
-        if waited >= retry.first_contact_seconds:
-            raise ClusterUnreachable(
-                str(api.configuration.host), waited, describe_error(last), connected=False
-            ) from last
-        time.sleep(min(backoff, retry.first_contact_seconds - waited))
-        backoff = min(backoff * 2, retry.max_backoff)
 
 
 def _anchors(
@@ -90,7 +42,7 @@ def _anchors(
         ("Service", core.list_namespaced_service),
         ("ConfigMap", core.list_namespaced_config_map),
     ):
-        listing = _call(
+        listing = call_with_retries(
             api,
             f"list {kind.lower()}s",
             namespace,
@@ -142,7 +94,7 @@ def job_exists(
 
     batch = client.BatchV1Api(api)
     timeout = (retry.connect_timeout, retry.request_timeout)
-    job = _call(
+    job = call_with_retries(
         api,
         f"get Job {namespace}/{name}",
         namespace,
@@ -180,7 +132,7 @@ def job_state(
     from kubernetes import client
 
     timeout = (retry.connect_timeout, retry.request_timeout)
-    listing = _call(
+    listing = call_with_retries(
         api,
         f"list the Jobs of {target.key}",
         target.namespace,
@@ -210,24 +162,7 @@ def job_state(
 def _recorded(api: ApiClient, target: WatchTarget, retry: RetryPolicy) -> FinishedRun | None:
     if target.anchor is None:
         return None
-    from kubernetes import client
-
-    core = client.CoreV1Api(api)
-    kind, name = target.anchor
-    read = core.read_namespaced_service if kind == "Service" else core.read_namespaced_config_map
-    timeout = (retry.connect_timeout, retry.request_timeout)
-    obj = _call(
-        api,
-        f"get {kind} {target.namespace}/{name}",
-        target.namespace,
-        lambda: read(name, target.namespace, _request_timeout=timeout),
-        retry,
-        missing_ok=True,
-    )
-    if obj is None:
-        return None
-    text = annotations_of(obj).get(RECORD_ANNOTATION)
-    return FinishedRun.from_json(text) if text else None
+    return read_record(api, target.namespace, target.anchor, retry=retry)
 
 
 def _from_record(target: WatchTarget, finished: FinishedRun, why: str) -> JobState:

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import http.client
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
+from typing import TYPE_CHECKING, TypeVar
 
 from components.cluster.diagnosis import describe_error
 from components.core.durations import format_duration
 from components.core.errors import UserError
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+T = TypeVar("T")
 
 
 class ClusterAccessError(UserError):
@@ -89,8 +97,47 @@ def access_error(error: BaseException, action: str, namespace: str) -> ClusterAc
         hint = (
             f"; the kubeconfig's identity needs, in namespace {namespace}: get/list/watch and "
             "patch on jobs, list and delete on pods, get on pods/log, patch on "
-            "statefulsets/scale, get and patch on services and configmaps"
+            "statefulsets/scale, list, get and patch on services and configmaps"
         )
     return ClusterAccessError(
         f"the Kubernetes API refused to {action} ({describe_error(error)}){hint}"
     )
+
+
+def call_with_retries(
+    api: ApiClient,
+    action: str,
+    namespace: str,
+    request: Callable[[], T],
+    retry: RetryPolicy,
+    *,
+    missing_ok: bool = False,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T | None:
+    """One API request, retried while it fails transiently for up to the first-contact
+    limit, then :class:`ClusterUnreachable`; refusals (401, 403...) are access errors.
+    ``missing_ok``: None for a 404."""
+    from kubernetes.client.exceptions import ApiException
+
+    started = time.monotonic()
+    backoff = retry.initial_backoff
+    while True:
+        try:
+            return request()
+        except ApiException as error:
+            if missing_ok and error.status == HTTPStatus.NOT_FOUND:
+                return None
+            if not is_transient(error):
+                raise access_error(error, action, namespace) from error
+            last: BaseException = error
+        except Exception as error:
+            if not is_transient(error):
+                raise
+            last = error
+        waited = time.monotonic() - started
+        if waited >= retry.first_contact_seconds:
+            raise ClusterUnreachable(
+                str(api.configuration.host), waited, describe_error(last), connected=False
+            ) from last
+        sleep(min(backoff, retry.first_contact_seconds - waited))
+        backoff = min(backoff * 2, retry.max_backoff)

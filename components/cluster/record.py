@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from components.cluster.diagnosis import describe_error
-from components.cluster.errors import DEFAULT_RETRY, RetryPolicy
+from components.cluster.errors import DEFAULT_RETRY, RetryPolicy, call_with_retries
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -98,19 +98,22 @@ def read_record(
     *,
     retry: RetryPolicy = DEFAULT_RETRY,
 ) -> FinishedRun | None:
-    """The recorded run, or None (no anchor, no record). API errors propagate: the caller
-    must not start a run it cannot check."""
-    from kubernetes.client.exceptions import ApiException
-
-    read, _ = _api(api, anchor[0])
-    try:
-        obj = read(
-            anchor[1], namespace, _request_timeout=(retry.connect_timeout, retry.request_timeout)
-        )
-    except ApiException as error:
-        if error.status == 404:
-            return None
-        raise
+    """The recorded run, or None (no anchor, no record). Transient errors are retried; what
+    remains propagates (ClusterUnreachable, ClusterAccessError): the caller must not start
+    a run it cannot check."""
+    kind, name = anchor
+    read, _ = _api(api, kind)
+    timeout = (retry.connect_timeout, retry.request_timeout)
+    obj = call_with_retries(
+        api,
+        f"get {kind} {namespace}/{name}",
+        namespace,
+        lambda: read(name, namespace, _request_timeout=timeout),
+        retry,
+        missing_ok=True,
+    )
+    if obj is None:
+        return None
     text = annotations_of(obj).get(RECORD_ANNOTATION)
     return FinishedRun.from_json(text) if text else None
 

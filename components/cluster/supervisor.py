@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from components.cluster.diagnosis import LOG_TAIL_LINES, describe_error, diagnose
-from components.cluster.errors import DEFAULT_RETRY, RetryPolicy
+from components.cluster.errors import DEFAULT_RETRY, RetryPolicy, call_with_retries
 from components.cluster.outcome import Outcome
 from components.cluster.progress import PROGRESS_INTERVAL_SECONDS, Reporter, quiet
 from components.cluster.record import FinishedRun, read_record, write_record
@@ -219,7 +219,15 @@ def see_through(
 
     if target.suspend:
         return _suspended(target, scale(_everything(target), down=True))
-    jobs = _list(api, namespace, rules, target.selector, retry.request_timeout)
+    jobs = call_with_retries(
+        api,
+        f"list the Jobs of {target.key}",
+        namespace,
+        lambda: _list(api, namespace, rules, target.selector, retry.request_timeout),
+        retry,
+        sleep=options.sleep,
+    )
+    assert jobs is not None
     if target.gated and target.anchor is not None and target.run is not None:
         finished = read_record(api, namespace, target.anchor, retry=retry)
         if finished is not None and finished.run == target.run:

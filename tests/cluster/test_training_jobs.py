@@ -350,3 +350,13 @@ def test_cli_watch_with_a_malformed_kubeconfig_is_one_line_and_exit_2(
     code = cli_main(["watch", "train", "--kubeconfig", str(path)])
 
     assert (code, capsys.readouterr().err) == (2, message.format(path=path))
+
+
+def test_an_api_server_that_fails_at_the_start_is_retried(kube, api, tmp_path) -> None:
+    target = deployed(kube, tmp_path, chainermn())
+    kube.fail_next(503, method="GET", count=3)  # the first list and the record's read
+    outcome = watch(api, target)
+    wait_for(lambda: pods(kube, "chainermn-mnist-master") == ["Running"])
+    kube.complete_job("chainermn-mnist-master")
+
+    assert outcome().status.phase == "Succeeded"

@@ -458,8 +458,8 @@ def test_forbidden_list_is_a_user_error_naming_the_permissions(running_job: Fake
     assert str(raised.value) == (
         "the Kubernetes API refused to watch Job default/train-master (HTTP 403 Forbidden); "
         "the kubeconfig's identity needs, in namespace default: get/list/watch and patch on "
-        "jobs, list and delete on pods, get on pods/log, patch on statefulsets/scale, get and "
-        "patch on services and configmaps"
+        "jobs, list and delete on pods, get on pods/log, patch on statefulsets/scale, list, get "
+        "and patch on services and configmaps"
     )
 
 
