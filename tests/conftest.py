@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import gzip
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 import yaml
 
 from components.core.jobset import child_jobs
+from components.local.ledger import STATE_ENV
 
 REPO = Path(__file__).resolve().parent.parent
 MINIMUM_KUBERNETES = "1.30"
@@ -40,6 +42,17 @@ MINIMAL_JOB: dict[str, Any] = {
         "worker": {"replicas": 2, "template": {"spec": {"containers": [{"image": "img:1"}]}}},
     },
 }
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_run_records(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Local runs of this test session keep their ledgers apart (the runs of other sessions
+    on the machine are theirs to clean up); subprocesses inherit the setting."""
+    directory = tmp_path_factory.mktemp("run-records")
+    directory.chmod(0o700)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(STATE_ENV, str(directory))
+        yield directory
 
 
 @pytest.fixture

@@ -40,6 +40,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)
         return error.exit_code
+    except OSError as error:  # the machine refused (a full disk, a lost file): exit 1
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"error: {where}{error.strerror or error}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

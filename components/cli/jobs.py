@@ -9,6 +9,7 @@ from pathlib import Path
 from components.core.errors import SpecError
 from components.core.gang import GANG_SCHEDULERS
 from components.core.graph import DEFAULT_KUBECTL_IMAGE, MPI_TRANSPORTS, GraphOptions
+from components.core.job_document import namespace_problems
 from components.core.manifests import prepare_output_dir, write_manifests
 from components.kinds import crds
 from components.kinds.registry import JobDefinition, load_job
@@ -61,6 +62,14 @@ def _directory(value: str) -> Path:
     return Path(value)
 
 
+def namespace_argument(value: str) -> str:
+    """``--namespace``: a DNS-1123 label, as the API server requires of a namespace."""
+    problems = namespace_problems(value, "--namespace")
+    if problems:
+        raise argparse.ArgumentTypeError(problems[0].message)
+    return value
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     validate = subparsers.add_parser("validate", help="validate job spec files")
     validate.add_argument("files", nargs="+", metavar="FILE")
@@ -71,7 +80,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     render.add_argument("file", metavar="FILE")
     render.add_argument("--out", required=True, type=_directory, metavar="DIR")
-    render.add_argument("--namespace", default="default", help="if the spec names none")
+    render.add_argument(
+        "--namespace", default="default", type=namespace_argument, help="if the spec names none"
+    )
     render.add_argument("--kubectl-image", default=DEFAULT_KUBECTL_IMAGE, metavar="IMAGE")
     render.add_argument(
         "--gang-scheduler",

@@ -6,7 +6,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from components.cli.jobs import add_mpi_transport
+from components.cli.jobs import add_mpi_transport, namespace_argument
 from components.core.errors import UserError
 from components.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS
 
@@ -50,9 +50,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="REF=DECLARED",
         help="run image REF as the declared image DECLARED (see components/images/catalogue.py)",
     )
-    run.add_argument("--namespace", default="default", help="if the spec names none")
+    run.add_argument(
+        "--namespace", default="default", type=namespace_argument, help="if the spec names none"
+    )
     add_mpi_transport(run)
     run.set_defaults(handler=_run)
+
+    clean = subparsers.add_parser(
+        "clean",
+        help="remove what killed local runs left (processes, namespaces, links, files)",
+        description="Remove every process, network namespace, link, /etc/netns entry and "
+        "temporary file that a `trainjobs run` left when it was killed, say what, and write "
+        "its summary.json. Runs still going are left alone. (Every `trainjobs run` does this "
+        "first.) Exit 0 when nothing is left, 1 when something could not be removed.",
+    )
+    clean.set_defaults(handler=_clean)
+
+
+def _clean(args: argparse.Namespace) -> int:
+    from components.local.runtime import clean_up_after_killed_runs
+
+    reported: list[str] = []
+
+    def report(line: str) -> None:
+        reported.append(line)
+        print(line)
+
+    complete = clean_up_after_killed_runs(report)
+    if not reported:
+        print("nothing to clean: no killed run left anything behind")
+    return 0 if complete else 1
 
 
 def _run(args: argparse.Namespace) -> int:

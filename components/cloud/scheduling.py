@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
+from components.core import quantity
 from components.core.errors import ConfigError, Problem, UserError
 from components.core.graph import Graph, Manifest, Node
 from components.core.models import OwnModel, config_problem
@@ -118,7 +119,8 @@ def pod_gpus(pod_spec: Manifest, resource: str = GPU_RESOURCE) -> int:
     """GPUs a pod needs: its containers' together, or its largest init container's.
 
     Each container's limit counts (Kubernetes takes an extended resource's request from its
-    limit); a request alone counts too. Extended resources are whole numbers.
+    limit); a request alone counts too. Extended resources are whole numbers: pod templates
+    were checked as the API server checks them (:mod:`components.core.pod_rules`).
     """
 
     def count(container: Manifest) -> int:
@@ -128,16 +130,7 @@ def pod_gpus(pod_spec: Manifest, resource: str = GPU_RESOURCE) -> int:
             value = (resources.get("requests") or {}).get(resource)
         if value is None:
             return 0
-        try:
-            gpus = int(str(value))
-        except ValueError:
-            gpus = -1
-        if gpus < 0:
-            raise UserError(
-                f"container {container.get('name')!r}: {resource} must be a whole number of "
-                f"GPUs (got {value!r})"
-            )
-        return gpus
+        return quantity.whole_units(value)
 
     running = sum(count(c) for c in pod_spec.get("containers") or [])
     init = max((count(c) for c in pod_spec.get("initContainers") or []), default=0)
@@ -151,10 +144,7 @@ def gpu_pods(graph: Graph, resource: str = GPU_RESOURCE) -> list[GpuPod]:
         template = pod_template(node.manifest)
         if template is None:
             continue
-        try:
-            gpus = pod_gpus(template["spec"], resource)
-        except UserError as error:
-            raise UserError(f"{graph.kind} {graph.job}: {node.key}: {error}") from None
+        gpus = pod_gpus(template["spec"], resource)
         if gpus > 0:
             found.append(GpuPod(node.key, gpus))
     return found

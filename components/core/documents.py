@@ -7,22 +7,75 @@ from typing import Any
 
 import yaml
 
-from components.core.errors import Problem, SpecError
+from components.core import safe_yaml
+from components.core.errors import Problem, SpecError, UserError
+
+
+class UnreadableFile(UserError):
+    """A YAML file that cannot be read, decoded or parsed within the bounds."""
+
+    def __init__(self, source: str, problem: str) -> None:
+        super().__init__(f"{source}: {problem}")
+        self.source = source
+        self.problem = problem
+
+
+def read_text(path: str | Path) -> str:
+    """A file's text, bounded in size and decoded as UTF-8."""
+    source = str(path)
+    if "\0" in source:
+        raise UnreadableFile(source.replace("\0", "\\0"), "a file name cannot hold a NUL character")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(safe_yaml.MAX_BYTES + 1)
+    except OSError as error:
+        raise UnreadableFile(source, f"cannot read file: {error.strerror}") from None
+    if len(data) > safe_yaml.MAX_BYTES:
+        raise UnreadableFile(
+            source,
+            f"larger than {safe_yaml.MAX_BYTES} bytes, the most the Kubernetes API server "
+            "accepts in one request; a job spec is far smaller",
+        )
+    try:
+        return safe_yaml.decode(data)
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise UnreadableFile(
+            source,
+            f"not UTF-8 text (byte 0x{data[error.start]:02x} on line {line}); save the file "
+            "as UTF-8",
+        ) from None
+
+
+def load_documents(path: str | Path) -> list[Any]:
+    """Every non-empty YAML document of a file, read within :mod:`safe_yaml`'s bounds."""
+    text = read_text(path)
+    try:
+        return [doc for doc in safe_yaml.load_all(text) if doc is not None]
+    except safe_yaml.LimitExceeded as error:
+        raise UnreadableFile(str(path), str(error)) from None
+    except yaml.YAMLError as error:
+        raise UnreadableFile(str(path), f"not valid YAML: {safe_yaml.describe(error)}") from None
+
+
+def load_mapping(path: str | Path) -> dict[str, Any]:
+    """A file of one YAML mapping (or an empty file: an empty mapping), e.g. a stack file."""
+    documents = load_documents(path)
+    if not documents:
+        return {}
+    if len(documents) != 1 or not isinstance(documents[0], dict):
+        raise UnreadableFile(str(path), "expected one YAML mapping")
+    return documents[0]
 
 
 def load_file(path: str | Path) -> dict[str, Any]:
     """Read one YAML document; unreadable or non-mapping files are user errors."""
-    source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise SpecError(source, [Problem("", f"cannot read file: {error.strerror}")]) from None
-    try:
-        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
-    except yaml.YAMLError as error:
-        raise SpecError(source, [Problem("", f"not valid YAML: {error}")]) from None
+        documents = load_documents(path)
+    except UnreadableFile as error:
+        raise SpecError(error.source, [Problem("", error.problem)]) from None
     if len(documents) != 1 or not isinstance(documents[0], dict):
         raise SpecError(
-            source, [Problem("", "expected exactly one YAML mapping (one job per file)")]
+            str(path), [Problem("", "expected exactly one YAML mapping (one job per file)")]
         )
     return documents[0]

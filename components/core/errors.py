@@ -11,6 +11,13 @@ class UserError(Exception):
     exit_code = 2
 
 
+class EnvironmentFailure(UserError):
+    """The machine refused what the input asked for (a full or read-only disk, a missing
+    permission): reported like a user error, one line and no traceback, but with exit 1."""
+
+    exit_code = 1
+
+
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong with a spec: where (a dotted field path), what, and how to fix it."""

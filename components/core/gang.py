@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
+from components.core import quantity
 from components.core.graph import Manifest
+from components.core.pod_template import default_field
 
 VOLCANO = "volcano"
 SCHEDULER_PLUGINS = "scheduler-plugins"
@@ -83,8 +85,8 @@ def pod_group(gang: Gang, job: str, namespace: str, labels: dict[str, str]) -> M
 def join(gang: Gang, job: str, replica_type: str, template: Manifest) -> None:
     """Make a pod template join the job's PodGroup (its own schedulerName is kept)."""
     pod = template["spec"]
-    pod.setdefault("schedulerName", gang.scheduler_name)
-    meta = template.setdefault("metadata", {})
+    default_field(pod, "schedulerName", gang.scheduler_name)
+    meta = default_field(template, "metadata", {})
     if gang.scheduler == VOLCANO:
         meta["annotations"] = {
             **(meta.get("annotations") or {}),
@@ -98,15 +100,13 @@ def join(gang: Gang, job: str, replica_type: str, template: Manifest) -> None:
 def sum_requests(templates: list[Manifest]) -> dict[str, str]:
     """The resources ``templates`` (one per pod) ask for: each container's requests, or its
     limits when it gives none, summed per resource (init containers are not counted)."""
-    from kubernetes.utils.quantity import parse_quantity
-
     totals: dict[str, Decimal] = {}
     for template in templates:
         for container in template["spec"].get("containers") or []:
             resources = container.get("resources") or {}
             asked = resources.get("requests") or resources.get("limits") or {}
-            for name, quantity in asked.items():
-                totals[name] = totals.get(name, Decimal(0)) + parse_quantity(quantity)
+            for name, amount in asked.items():
+                totals[name] = totals.get(name, Decimal(0)) + quantity.parse(amount)
     return {name: _quantity(total) for name, total in sorted(totals.items())}
 
 

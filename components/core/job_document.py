@@ -8,14 +8,17 @@ ignored, as ``kubectl apply`` would.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from components.core import apimachinery
 from components.core.errors import Problem
 from components.core.models import ObjectMeta, problem_from_pydantic
+from components.core.pod_rules import check_annotation_keys, check_labels
 
 GROUP = "kubeflow.org"
 ENVELOPE = ("apiVersion", "kind", "metadata", "spec", "status")
@@ -57,6 +60,8 @@ def read_envelope(
                 Problem(str(key), "not a field of a Kubernetes object: it has no effect here")
             )
     meta = _metadata(document.get("metadata"), problems, warnings)
+    if meta is not None:
+        problems += metadata_problems(meta)
     spec = document.get("spec")
     if not isinstance(spec, dict):
         problems.append(Problem("spec", f"required: the {kind}'s spec (got {spec!r})"))
@@ -64,6 +69,25 @@ def read_envelope(
     if problems or meta is None:
         return None
     return Envelope(version, meta.name, meta.namespace, dict(meta.labels), spec)
+
+
+def metadata_problems(meta: ObjectMeta) -> list[Problem]:
+    """The job's namespace, labels and annotation keys, as the API server checks them (the
+    name has its own, stricter check: :func:`~components.core.names.job_name_problem`)."""
+    problems: list[Problem] = []
+    if meta.namespace:
+        problems += namespace_problems(meta.namespace, "metadata.namespace")
+    check_labels(dict(meta.labels), "metadata.labels", problems)
+    check_annotation_keys(dict(meta.annotations), "metadata.annotations", problems)
+    return problems
+
+
+def namespace_problems(namespace: str, path: str) -> list[Problem]:
+    """A namespace is a DNS-1123 label (``ValidateNamespaceName``)."""
+    return [
+        Problem(path, f"Invalid value: {json.dumps(namespace)}: {message}")
+        for message in apimachinery.dns1123_label(namespace)
+    ]
 
 
 def _metadata(value: Any, problems: list[Problem], warnings: list[Problem]) -> ObjectMeta | None:

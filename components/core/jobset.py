@@ -26,6 +26,7 @@ import copy
 from collections.abc import Sequence
 
 from components.core.graph import Manifest
+from components.core.pod_template import default_field
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
 KUEUE_PREFIX = "kueue.x-k8s.io/"
@@ -166,8 +167,8 @@ def child_jobs(manifest: Manifest) -> list[Manifest]:
             }
             template = copy.deepcopy(replicated["template"])
             spec = template["spec"]
-            pod_meta = spec["template"].setdefault("metadata", {})
-            for meta in (template.setdefault("metadata", {}), pod_meta):
+            pod_meta = default_field(spec["template"], "metadata", {})
+            for meta in (default_field(template, "metadata", {}), pod_meta):
                 meta["labels"] = {**(meta.get("labels") or {}), **marks}
                 meta["annotations"] = {**(meta.get("annotations") or {}), **marks}
             if manifest["spec"].get("suspend"):

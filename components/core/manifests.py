@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from components.core.errors import UserError
+from components.core.errors import EnvironmentFailure, UserError
 
 # Marks a directory as trainjobs output, so a later run may clear it; any other non-empty
 # directory is refused rather than overwritten.
@@ -38,22 +38,27 @@ def dump_yaml(document: Any) -> str:
     return yaml.dump(document, Dumper=_PlainDumper, sort_keys=False, default_flow_style=False)
 
 
-def prepare_output_dir(path: Path) -> None:
+def prepare_output_dir(path: Path, flag: str = "--out") -> None:
     """Create `path`, or empty it if an earlier trainjobs run made it."""
-    if path.exists():
-        if not path.is_dir():
-            raise UserError(f"--out {path}: exists and is not a directory")
-        entries = list(path.iterdir())
-        if entries and not (path / MARKER).exists():
-            raise UserError(
-                f"--out {path}: directory is not empty and was not written by trainjobs; "
-                "choose a new or empty directory"
-            )
-        for entry in entries:
-            if entry.is_file():
-                entry.unlink()
-    path.mkdir(parents=True, exist_ok=True)
-    (path / MARKER).write_text("written by trainjobs; safe to delete\n", encoding="utf-8")
+    if path.is_symlink() and not path.exists():
+        raise UserError(f"{flag} {path}: a symbolic link to nothing; give a directory")
+    if path.exists() and not path.is_dir():
+        raise UserError(f"{flag} {path}: exists and is not a directory")
+    try:
+        if path.exists():
+            entries = list(path.iterdir())
+            if entries and not (path / MARKER).exists():
+                raise UserError(
+                    f"{flag} {path}: directory is not empty and was not written by trainjobs; "
+                    "choose a new or empty directory"
+                )
+            for entry in entries:
+                if entry.is_file():
+                    entry.unlink()
+        path.mkdir(parents=True, exist_ok=True)
+        (path / MARKER).write_text("written by trainjobs; safe to delete\n", encoding="utf-8")
+    except OSError as error:
+        raise EnvironmentFailure(f"{flag} {path}: {error.strerror}") from None
 
 
 def manifest_filename(index: int, manifest: dict[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""Pod templates inside job specs: the checks trainjobs relies on, the main container, env."""
+"""Pod templates inside job specs: their checks, the main container, env."""
 
 from __future__ import annotations
 
@@ -7,11 +7,21 @@ from typing import Any
 
 from components.core.errors import Problem
 from components.core.graph import Manifest
+from components.core.pod_rules import check_template_rules
+from components.core.pod_schema import check_template_types
+
+
+def default_field(mapping: Manifest, key: str, default: Any) -> Any:
+    """``mapping[key]``, set to ``default`` first if it is missing or null: the API server
+    reads a null field as an unset one (a template may say ``env:`` with nothing after it)."""
+    if mapping.get(key) is None:
+        mapping[key] = default
+    return mapping[key]
 
 
 def with_env(container: Manifest, env: list[Manifest]) -> None:
     """Append env vars the user has not set: an explicit user value is an intended override."""
-    existing = container.setdefault("env", [])
+    existing = default_field(container, "env", [])
     taken = {item.get("name") for item in existing}
     existing.extend(dict(item) for item in env if item["name"] not in taken)
 
@@ -42,24 +52,47 @@ def check_pod_template(
     template: PodTemplate,
     path: str,
     problems: list[Problem],
+    warnings: list[Problem],
     default_container: str,
 ) -> tuple[PodTemplate, str]:
-    """Check the parts of a PodTemplate trainjobs relies on and name a lone unnamed container.
+    """Check a PodTemplate as the API server would and name a lone unnamed container.
 
-    Returns a deep copy (the caller's spec is never mutated) and the main container's name:
-    the one named ``default_container`` if any, else the first.
+    Types come from the official schema (:mod:`~components.core.pod_schema`), then the API
+    server's rules (:mod:`~components.core.pod_rules`), then what trainjobs itself relies
+    on; each problem once, at its field path. Returns a deep copy (the caller's spec is never
+    mutated) and the main container's name: the one named ``default_container`` if any, else
+    the first.
     """
     template = copy.deepcopy(template)
+    own: list[Problem] = []
+    main = _check_containers(template, path, own, default_container)
+    if main is None:
+        problems.extend(own)
+        return template, default_container
+    types: list[Problem] = []
+    rules: list[Problem] = []
+    check_template_types(template, path, types, warnings)
+    check_template_rules(template, path, rules)
+    problems.extend(_each_place_once(own, types, rules))
+    return template, main
+
+
+def _check_containers(
+    template: PodTemplate, path: str, problems: list[Problem], default_container: str
+) -> str | None:
+    """What trainjobs needs: a pod spec with named containers that have images. Names a lone
+    unnamed container ``default_container`` (chainer-operator's default). Returns the main
+    container's name, or None when there is no pod spec or no container to check further."""
     pod_spec = template.get("spec")
     if not isinstance(pod_spec, dict):
         problems.append(Problem(f"{path}.spec", "a pod spec with 'containers' is required"))
-        return template, default_container
+        return None
     containers = pod_spec.get("containers")
     if not isinstance(containers, list) or not containers:
         problems.append(
             Problem(f"{path}.spec.containers", "at least one container with an image is required")
         )
-        return template, default_container
+        return None
     if len(containers) == 1 and isinstance(containers[0], dict) and not containers[0].get("name"):
         containers[0]["name"] = default_container
     for index, container in enumerate(containers):
@@ -74,8 +107,8 @@ def check_pod_template(
         if not container.get("image"):
             problems.append(Problem(f"{where}.image", "required: the container image to run"))
     for index, volume in enumerate(pod_spec.get("volumes") or []):
-        name = volume.get("name", "") if isinstance(volume, dict) else ""
-        if name.startswith(RESERVED_VOLUME_PREFIX):
+        name = volume.get("name") if isinstance(volume, dict) else None
+        if isinstance(name, str) and name.startswith(RESERVED_VOLUME_PREFIX):
             problems.append(
                 Problem(
                     f"{path}.spec.volumes[{index}].name",
@@ -85,7 +118,21 @@ def check_pod_template(
             )
     names = [c.get("name") for c in containers if isinstance(c, dict)]
     main = default_container if default_container in names else names[0] if names else ""
-    return template, main or default_container
+    return str(main or default_container)
+
+
+def _each_place_once(*sources: list[Problem]) -> list[Problem]:
+    """Problems from several checks, earlier sources first; a later source's problem at a
+    field (or inside a field) that an earlier source already reported is the same mistake."""
+    kept: list[Problem] = []
+    for source in sources:
+        reported = [problem.path for problem in kept]
+        kept += [p for p in source if not any(_within(p.path, done) for done in reported)]
+    return kept
+
+
+def _within(path: str, other: str) -> bool:
+    return path == other or path.startswith((f"{other}.", f"{other}["))
 
 
 def main_container(template: PodTemplate, name: str) -> dict[str, Any]:

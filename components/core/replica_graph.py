@@ -43,7 +43,7 @@ from components.core.labels import (
     common_labels,
     metadata,
 )
-from components.core.pod_template import replace_env
+from components.core.pod_template import default_field, replace_env
 from components.core.replica_spec import (
     PERMANENT_EXIT_CODES,
     ReplicaGroup,
@@ -161,7 +161,7 @@ def _pod_template(plan: ReplicaJobPlan, group: ReplicaGroup, index: int) -> Mani
     pod = template["spec"]
     pod["restartPolicy"] = group.restart.pod
     # Training processes rarely call the API server: no token unless the template asks.
-    pod.setdefault("automountServiceAccountToken", False)
+    default_field(pod, "automountServiceAccountToken", False)
     if plan.run.scheduler_name:
         pod["schedulerName"] = plan.run.scheduler_name
     if plan.gang is not None:

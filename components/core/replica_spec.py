@@ -14,6 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from components.core.bounds import replicas_problem, total_pods_problem
 from components.core.errors import Problem
 from components.core.gang import (
     DEFAULT_SCHEDULER_PLUGINS_NAME,
@@ -23,7 +24,7 @@ from components.core.gang import (
 )
 from components.core.graph import Manifest
 from components.core.names import LABEL_MAX, STATEFULSET_MAX, job_name_problem
-from components.core.pod_template import PodTemplate, check_pod_template
+from components.core.pod_template import PodTemplate, check_pod_template, default_field
 from components.core.spec_model import SpecModel
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
@@ -227,7 +228,7 @@ def check_replica_template(
                         f"{default_container!r}",
                     )
                 )
-    checked, _ = check_pod_template(template, path, problems, default_container)
+    checked, _ = check_pod_template(template, path, problems, warnings, default_container)
     containers = (checked.get("spec") or {}).get("containers") or []
     names = [c.get("name") for c in containers if isinstance(c, dict)]
     if not containers or not all(names) or default_container in names:
@@ -257,7 +258,7 @@ def container_port(template: PodTemplate, container: str, port_name: str, defaul
     port), else ``default``; the port is added to the container when missing, as the
     operator's defaulting does."""
     main = next(c for c in template["spec"]["containers"] if c.get("name") == container)
-    ports = main.setdefault("ports", [])
+    ports = default_field(main, "ports", [])
     for port in ports:
         if isinstance(port, dict) and port.get("name") == port_name:
             return int(port.get("containerPort", default))
@@ -510,7 +511,18 @@ def check_replicas(value: int | None, path: str, problems: list[Problem]) -> int
             Problem(path, f"must be at least 1 (got {value}); remove the replica type instead")
         )
         return 1
+    too_many = replicas_problem(value, path)
+    if too_many is not None:
+        problems.append(too_many)
+        return 1
     return value
+
+
+def check_total_pods(groups: list[ReplicaGroup], path: str, problems: list[Problem]) -> None:
+    """Replica types whose pods together exceed the bound (before per-pod work is done)."""
+    too_many = total_pods_problem([group.replicas for group in groups], path)
+    if too_many is not None:
+        problems.append(too_many)
 
 
 def check_names(job: str, groups: list[ReplicaGroup]) -> list[Problem]:

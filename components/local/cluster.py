@@ -30,6 +30,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.core import quantity
 from components.core.errors import UserError
 from components.core.graph import Graph, Manifest
 from components.core.jobset import child_jobs
@@ -91,7 +92,7 @@ class PodPlan:
             value = (resources.get("limits") or {}).get(GPU_RESOURCE) or (
                 resources.get("requests") or {}
             ).get(GPU_RESOURCE)
-            total += int(str(value or 0))
+            total += quantity.whole_units(value or 0)
         return total
 
 

@@ -31,6 +31,7 @@ the field named.
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import shlex
 import shutil
@@ -40,6 +41,7 @@ from typing import Any
 
 from components.core.errors import UserError
 from components.images.declarations import Image
+from components.local.files import inside
 
 _VARIABLE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 
@@ -73,7 +75,10 @@ class PathMap:
         return self._pattern.sub(lambda m: str(self.mappings[m.group(0)].host_path), text)
 
     def host(self, container_path: str) -> Path | None:
-        """The host path for an in-container path, if it is mapped."""
+        """The host path for an in-container path, if it is mapped. The path is normalised
+        first, as the container's kernel would resolve it: ``/mnt/../etc`` is not below
+        ``/mnt``, so it never maps into (or out of) the volume mounted there."""
+        container_path = posixpath.normpath(container_path)
         for prefix, mapping in sorted(self.mappings.items(), key=lambda i: -len(i[0])):
             if container_path == prefix:
                 return mapping.host_path
@@ -116,10 +121,15 @@ def container_env(
         raise UserError(f"{where}.envFrom: not supported by local runs; use env")
     for index, item in enumerate(container.get("env") or []):
         name = item["name"]
-        if "valueFrom" in item:
+        if item.get("valueFrom") is not None:
             env[name] = _env_source(item["valueFrom"], context, f"{where}.env[{index}]")
         else:
-            env[name] = expand_variables(str(item.get("value", "")), env)
+            env[name] = expand_variables(str(item.get("value") or ""), env)
+        if "\0" in env[name]:
+            raise UserError(
+                f"{where}.env[{index}].value: contains a NUL character, which no process "
+                "environment can hold"
+            )
     return env
 
 
@@ -163,7 +173,7 @@ def path_map(
             raise UserError(
                 f"{where}.volumeMounts[{index}]: volume {mount['name']!r} is not defined"
             )
-        host = volume / mount["subPath"] if mount.get("subPath") else volume
+        host = inside(volume, mount["subPath"]) if mount.get("subPath") else volume
         mappings.append(Mapping(mount["mountPath"].rstrip("/") or "/", host, host.is_dir()))
     return PathMap(mappings)
 
@@ -184,7 +194,12 @@ def container_argv(
             f"{where}.command: the container gives no command and image {image.reference} "
             "declares no ENTRYPOINT or CMD, so nothing would run; give the command"
         )
-    return [paths.rewrite(expand_variables(str(arg), env)) for arg in argv]
+    argv = [paths.rewrite(expand_variables(str(arg or ""), env)) for arg in argv]
+    if any("\0" in arg for arg in argv):
+        raise UserError(
+            f"{where}.command: contains a NUL character, which no process argument can hold"
+        )
+    return argv
 
 
 def check_command(argv: list[str], env: dict[str, str], image: Image, where: str) -> None:
@@ -212,16 +227,18 @@ def materialise_config_map(
     target: Path, data: dict[str, str], mode: int, items: list[dict[str, Any]] | None
 ) -> None:
     """A configMap (or secret) volume as the kubelet writes it: one file per key (or per listed
-    item). Each file is created readable by its owner only and then given its mode, so that a
-    key is never readable by others, even for a moment."""
+    item), each inside the volume's directory. Each file is created readable by its owner only
+    and then given its mode (never setuid, setgid or sticky), so that a key is never readable
+    by others, even for a moment."""
     target.mkdir(parents=True, exist_ok=True)
-    chosen = [(item["key"], item["path"], item.get("mode", mode)) for item in items or []] or [
-        (key, key, mode) for key in data
-    ]
+    chosen = [
+        (item["key"], item["path"], mode if item.get("mode") is None else item["mode"])
+        for item in items or []
+    ] or [(key, key, mode) for key in data]
     for key, relative, file_mode in chosen:
-        path = target / relative
+        path = inside(target, relative)
         path.parent.mkdir(parents=True, exist_ok=True)
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             handle.write(data[key])
-        path.chmod(file_mode)
+        path.chmod(file_mode & 0o777)

@@ -12,9 +12,13 @@ It behaves like kubectl talking to an API server:
 - the "API server" is the local run's pod registry, a JSON file the runtime keeps current,
   found through ``TRAINJOBS_LOCAL_REGISTRY`` (every local pod has it, as every real pod has
   ``KUBERNETES_SERVICE_HOST``);
-- the caller's identity is its pod's service account (``TRAINJOBS_LOCAL_POD``), and the
-  job's Role is enforced: exec and get are refused with kubectl's Forbidden message unless a
-  RoleBinding grants them for that pod name. A pod without a mounted token has no identity;
+- the caller's identity is its pod's service account, and the job's Role is enforced: exec
+  and get are refused with kubectl's Forbidden message unless a RoleBinding grants them for
+  that pod name. A pod without a mounted token has no identity. With pod network namespaces
+  the caller's pod is the one whose network namespace the caller is in, which the kernel
+  says (``/proc/self/ns/net``) and no variable can change, so a worker cannot claim to be the
+  master; on loopback every pod shares the host's namespaces and the pod is taken from
+  ``TRAINJOBS_LOCAL_POD`` (loopback isolates nothing: see the README);
 - every request, allowed or not, is counted in ``api-calls.log`` next to the registry: the
   calls the job's assets would make to a cluster's API server;
 - ``exec`` runs COMMAND in the target container: in the pod's network, UTS and mount
@@ -38,7 +42,8 @@ from typing import Any, NoReturn
 REGISTRY_ENV = "TRAINJOBS_LOCAL_REGISTRY"
 """Env var naming the run's pod registry (JSON). Also marks every process of a local run."""
 POD_ENV = "TRAINJOBS_LOCAL_POD"
-"""Env var naming the pod a process belongs to (the caller's identity for RBAC)."""
+"""Env var naming the pod a process belongs to (how the runtime finds a pod's processes; the
+caller's identity for RBAC on loopback only)."""
 CALLS_LOG = "api-calls.log"
 """Next to the registry: one line per API request (``CALLER VERB RESOURCE POD``), the calls
 this job would make to a cluster's API server."""
@@ -50,6 +55,7 @@ PROGRAM = "kubectl (trainjobs local stand-in)"
 #  "nsenter": "/usr/bin/nsenter",
 #  "pods": {POD: {"phase": "Pending|Running|Succeeded|Failed",
 #                 "serviceAccount": SA or null (no token mounted),
+#                 "netns": inode of the pod's network namespace, or null on loopback,
 #                 "sandbox": {"pid": PID, "starttime": TICKS} or null (host namespaces),
 #                 "containers": {NAME: {"running": bool, "env": {...}, "workingDir": DIR}}}},
 #  "grants": {SA: [[VERB, RESOURCE, POD_NAME or "*"], ...]}}
@@ -77,6 +83,16 @@ def load_registry() -> dict[str, Any]:
     return registry
 
 
+def caller_pod(registry: dict[str, Any]) -> str:
+    """The pod this process belongs to: by its network namespace when pods have their own."""
+    namespaces = {entry.get("netns"): name for name, entry in registry["pods"].items()}
+    namespaces.pop(None, None)
+    if not namespaces:
+        return os.environ.get(POD_ENV, "")
+    own = os.stat("/proc/self/ns/net").st_ino
+    return namespaces.get(own, "")
+
+
 def record_call(caller: str, verb: str, resource: str, pod: str) -> None:
     """Count the request: one line, appended in one write (concurrent callers never mix)."""
     path = os.path.join(os.path.dirname(os.environ[REGISTRY_ENV]), CALLS_LOG)
@@ -89,7 +105,7 @@ def record_call(caller: str, verb: str, resource: str, pod: str) -> None:
 
 def authorize(registry: dict[str, Any], verb: str, resource: str, pod: str) -> None:
     """Refuse, as the API server would, unless the caller's service account may do this."""
-    caller = os.environ.get(POD_ENV, "")
+    caller = caller_pod(registry)
     record_call(caller, verb, resource, pod)
     account = (registry["pods"].get(caller) or {}).get("serviceAccount")
     if not account:

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from components.core.errors import UserError
+from components.local.files import inside
+from components.local.ledger import Ledger, resource_kind
 
 POD_SUBNETS = ipaddress.ip_network("198.18.0.0/15")
 NETNS_CONFIG = Path("/etc/netns")
@@ -116,7 +118,7 @@ class LoopbackNetwork:
             for pod, host, sub, services in pods
         ]
 
-    def up(self) -> None:
+    def up(self, ledger: Ledger) -> None:
         return None
 
     def down(self) -> list[str]:
@@ -145,14 +147,29 @@ class NamespaceNetwork:
     def veth(self, index: int) -> str:
         return f"{self.bridge}-{index}"
 
-    def up(self) -> None:
-        """Create everything; on any failure the caller's ``down()`` removes what exists."""
+    def up(self, ledger: Ledger) -> None:
+        """Create everything, recorded in ``ledger`` first; on any failure the caller's
+        ``down()`` removes what exists (and a killed run's clean-up, what the ledger lists)."""
+        ledger.record_all(
+            [
+                {"kind": "link", "name": self.bridge},
+                *(
+                    entry
+                    for index, host in enumerate(self.hosts)
+                    for entry in (
+                        {"kind": "netns-config", "name": host.netns},
+                        {"kind": "netns", "name": host.netns},
+                        {"kind": "link", "name": self.veth(index)},
+                    )
+                ),
+            ]
+        )
         hosts = hosts_file(self.hosts, self.namespace)
         resolv = resolv_conf(self.hosts, self.namespace)
         commands = [f"link add {self.bridge} type bridge", f"link set {self.bridge} up"]
         for index, host in enumerate(self.hosts):
             assert host.netns is not None
-            config = NETNS_CONFIG / host.netns
+            config = inside(NETNS_CONFIG, host.netns)
             config.mkdir(parents=True, exist_ok=True)
             (config / "hosts").write_text(hosts, encoding="utf-8")
             (config / "resolv.conf").write_text(resolv, encoding="utf-8")
@@ -204,6 +221,34 @@ def leftovers(run_id: str) -> list[str]:
                 if entry.name.startswith(f"{prefix}-")
             ]
     return sorted(found)
+
+
+@resource_kind("link")
+def _remove_link(entry: dict[str, str]) -> list[str]:
+    name = entry["name"]
+    if not name.startswith(PREFIX) or not Path("/sys/class/net", name).exists():
+        return []
+    _ip([f"link del {name}"], check=False)
+    return [f"link {name}"]
+
+
+@resource_kind("netns")
+def _remove_netns(entry: dict[str, str]) -> list[str]:
+    name = entry["name"]
+    if not name.startswith(PREFIX) or not (NETNS_RUN / name).exists():
+        return []
+    _ip([f"netns del {name}"], check=False)
+    return [f"netns {name}"]
+
+
+@resource_kind("netns-config")
+def _remove_netns_config(entry: dict[str, str]) -> list[str]:
+    name = entry["name"]
+    config = NETNS_CONFIG / name
+    if not name.startswith(PREFIX) or not config.is_dir():
+        return []
+    shutil.rmtree(config, ignore_errors=True)
+    return [f"{config}"]
 
 
 def _ip(commands: list[str], netns: str | None = None, force: bool = False, check: bool = True):

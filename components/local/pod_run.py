@@ -12,6 +12,7 @@ from components.core.pod_template import GPU_RESOURCE
 from components.images import catalogue
 from components.local import containers
 from components.local.cluster import PodPlan
+from components.local.files import inside
 from components.local.network import PodHost
 from components.local.pods import ContainerProcess, ProcessSpec, Sandbox, kill_all
 
@@ -30,9 +31,9 @@ class PodRun:
         self.run = run
         self.name = plan.name
         self.phase = "Pending"
-        self.directory = run.run_dir / "pods" / plan.name
+        self.directory = inside(run.run_dir, "pods", plan.name)
         self.volume_dirs = {
-            volume["name"]: self.directory / "volumes" / volume["name"]
+            volume["name"]: inside(self.directory, "volumes", volume["name"])
             for volume in plan.spec.get("volumes") or []
         }
         self.init_names = [c["name"] for c in plan.spec.get("initContainers") or []]
@@ -94,8 +95,10 @@ class PodRun:
         env.update(self.run.markers(self.name, container["name"]))
         argv = containers.container_argv(container, image, env, paths, where)
         containers.check_command(argv, env, image, where)
-        workdir = self.directory / "containers" / container["name"]
+        workdir = inside(self.directory, "containers", container["name"])
         if container.get("workingDir"):
+            if "\0" in container["workingDir"]:
+                raise UserError(f"{where}.workingDir: a path cannot hold a NUL character")
             workdir = paths.host(container["workingDir"]) or workdir
         return ProcessSpec(argv=argv, env=env, cwd=workdir)
 
@@ -103,19 +106,28 @@ class PodRun:
         """Only configMap, emptyDir and the job's own secret volumes exist locally; create
         their directories."""
         for index, volume in enumerate(self.plan.spec.get("volumes") or []):
-            if "configMap" in volume:
-                if volume["configMap"]["name"] not in self.run.plan.config_maps:
+            if volume.get("configMap") is not None:
+                source = volume["configMap"]
+                data = self.run.plan.config_maps.get(source["name"])
+                if data is None:
                     raise UserError(
                         f"{self.plan.owner}: volumes[{index}] names ConfigMap "
-                        f"{volume['configMap']['name']!r}, which the job does not create"
+                        f"{source['name']!r}, which the job does not create"
                     )
-            elif "secret" in volume:
-                if volume["secret"]["secretName"] not in self.run.secret_files:
+                for position, item in enumerate(source.get("items") or []):
+                    if item["key"] not in data:
+                        raise UserError(
+                            f"{self.plan.owner}: volumes[{index}].configMap.items[{position}]"
+                            f".key: {item['key']!r} is not a key of ConfigMap "
+                            f"{source['name']} (it has {', '.join(sorted(data))})"
+                        )
+            elif volume.get("secret") is not None:
+                if volume["secret"].get("secretName") not in self.run.secret_files:
                     raise UserError(
                         f"{self.plan.owner}: volumes[{index}] names Secret "
-                        f"{volume['secret']['secretName']!r}, which the job does not create"
+                        f"{volume['secret'].get('secretName')!r}, which the job does not create"
                     )
-            elif "emptyDir" not in volume:
+            elif volume.get("emptyDir") is None:
                 kinds = sorted(set(volume) - {"name"})
                 raise UserError(
                     f"{self.plan.owner}: volumes[{index}] ({volume['name']}): {kinds} volumes "
@@ -132,24 +144,24 @@ class PodRun:
         """A fresh pod: new volumes (emptyDirs start empty), a new sandbox."""
         self.phase = "Pending"
         for volume in self.plan.spec.get("volumes") or []:
-            target = self.volume_dirs[volume["name"]]
+            target = inside(self.directory, "volumes", volume["name"])
             shutil.rmtree(target, ignore_errors=True)
             target.mkdir(parents=True)
-            if "configMap" in volume:
+            if volume.get("configMap") is not None:
                 source = volume["configMap"]
                 containers.materialise_config_map(
                     target,
                     self.run.plan.config_maps[source["name"]],
-                    int(source.get("defaultMode", 0o644)),
+                    0o644 if source.get("defaultMode") is None else source["defaultMode"],
                     source.get("items"),
                 )
-            elif "secret" in volume:
+            elif volume.get("secret") is not None:
                 source = volume["secret"]
                 target.chmod(0o700)
                 containers.materialise_config_map(
                     target,
                     self.run.secret_files[source["secretName"]],
-                    int(source.get("defaultMode", 0o644)),
+                    0o644 if source.get("defaultMode") is None else source["defaultMode"],
                     source.get("items"),
                 )
         for spec in self.specs.values():
@@ -221,6 +233,7 @@ class PodRun:
         return {
             "phase": self.phase,
             "serviceAccount": self.plan.service_account,
+            "netns": self.run.netns_inodes.get(self.name),
             "sandbox": self.sandbox.registry_entry if self.sandbox is not None else None,
             "containers": {
                 name: {

@@ -26,11 +26,15 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
+from components.local.files import inside, open_log
 from components.local.kubectl import POD_ENV, REGISTRY_ENV, process_start_time
+from components.local.ledger import resource_kind
+from components.local.network import NETNS_RUN
 
 # Sets the hostname in the fresh UTS namespace, says so, then only holds the namespaces.
 _SANDBOX_SCRIPT = 'echo "$0" > /proc/sys/kernel/hostname && echo ready && exec sleep infinity'
@@ -39,15 +43,16 @@ _SANDBOX_SCRIPT = 'echo "$0" > /proc/sys/kernel/hostname && echo ready && exec s
 class LogSink:
     """Pod output to one stream with a ``[pod]`` prefix, and to a log file per pod.
 
-    Writing to the stream never raises: when the terminal goes away (SIGHUP, a closed pipe
-    such as ``| head``) the run must still stop its pods and remove its network, and the log
-    files keep everything.
+    Writing never raises: when the terminal goes away (SIGHUP, a closed pipe such as
+    ``| head``) the run must still stop its pods and remove its network, and the log files
+    keep everything; when a log file cannot be written (a full disk), that is said once and
+    the output keeps flowing to the terminal.
     """
 
     def __init__(self, stream: IO[str], log_dir: Path) -> None:
         self.stream: IO[str] | None = stream
         self.log_dir = log_dir
-        self._files: dict[str, IO[str]] = {}
+        self._files: dict[str, int | None] = {}
         self._lock = threading.Lock()
 
     def _show(self, text: str) -> None:
@@ -61,14 +66,31 @@ class LogSink:
 
     def line(self, pod: str, text: str) -> None:
         with self._lock:
+            self._log(pod, text)
+            self._show(f"[{pod}] {text}")
+
+    def _log(self, pod: str, text: str) -> None:
+        if pod in self._files and self._files[pod] is None:
+            return
+        path = self.log_dir / f"{pod}.log"
+        try:
             handle = self._files.get(pod)
             if handle is None:
-                handle = self._files[pod] = open(  # noqa: SIM115 - closed in close()
-                    self.log_dir / f"{pod}.log", "a", encoding="utf-8"
-                )
-            handle.write(text + "\n")
-            handle.flush()
-            self._show(f"[{pod}] {text}")
+                handle = self._files[pod] = open_log(inside(self.log_dir, path.name))
+            os.write(handle, (text + "\n").encode("utf-8", "replace"))
+        except OSError as error:
+            self._close(pod)
+            self._files[pod] = None
+            self._show(
+                f"[trainjobs] {path}: cannot write ({error.strerror}); the output of pod "
+                f"{pod} continues here only"
+            )
+
+    def _close(self, pod: str) -> None:
+        handle = self._files.get(pod)
+        if handle is not None:
+            with contextlib.suppress(OSError):
+                os.close(handle)
 
     def event(self, text: str) -> None:
         """A message of the runtime itself (scheduling, restarts, outcome)."""
@@ -77,8 +99,8 @@ class LogSink:
 
     def close(self) -> None:
         with self._lock:
-            for handle in self._files.values():
-                handle.close()
+            for pod in list(self._files):
+                self._close(pod)
             self._files.clear()
 
 
@@ -183,8 +205,9 @@ class ContainerProcess:
 
     def _stream(self) -> None:
         assert self.process is not None and self.process.stdout is not None
-        for raw in self.process.stdout:
-            self.sink.line(self.pod, raw.decode("utf-8", "replace").rstrip("\r\n"))
+        with contextlib.suppress(OSError, ValueError):
+            for raw in self.process.stdout:
+                self.sink.line(self.pod, raw.decode("utf-8", "replace").rstrip("\r\n"))
         self.process.stdout.close()
 
     def poll(self) -> int | None:
@@ -237,3 +260,27 @@ def kill_all(pids: list[int]) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+
+
+def namespace_inodes(names: list[str]) -> set[int]:
+    """The inodes of the named network namespaces that still exist."""
+    inodes = set()
+    for name in names:
+        with contextlib.suppress(OSError):
+            inodes.add(os.stat(NETNS_RUN / name).st_ino)
+    return inodes
+
+
+@resource_kind("processes")
+def _kill_processes(entry: dict[str, Any]) -> list[str]:
+    """Every process of a dead run: its marker, or one of its network namespaces."""
+    inodes = namespace_inodes(list(entry.get("netns") or []))
+    killed: set[int] = set()
+    for _ in range(200):
+        pids = pod_processes(str(entry["marker"]), None, inodes)
+        if not pids:
+            break
+        kill_all(pids)
+        killed.update(pids)
+        time.sleep(0.01)
+    return [f"process {pid}" for pid in sorted(killed)]

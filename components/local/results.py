@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from components.local.ledger import Cleaned
 
 
 @dataclass(frozen=True)
@@ -14,8 +17,9 @@ class RunResult:
     """Succeeded, Failed or Interrupted."""
     reason: str
     """Completed, BackoffLimitExceeded, PodFailurePolicy, DeadlineExceeded, Unschedulable,
-    Error (a fault of the runtime itself), or the signal that interrupted the run (SIGINT,
-    SIGTERM, SIGHUP)."""
+    Error (a fault of the runtime itself, or of the machine: a full disk), or the signal that
+    interrupted the run (SIGINT, SIGTERM, SIGHUP). A run whose runtime was killed gets a
+    summary with reason Killed from the run that cleans up after it."""
     message: str
     exit_code: int
     duration_seconds: float
@@ -52,3 +56,17 @@ class RunResult:
             "jobs": self.jobs,
             "apiCalls": self.api_calls,
         }
+
+
+def killed_summary(dead: Cleaned) -> dict[str, Any]:
+    """The summary of a run whose runtime was killed, written by whoever cleaned up after it."""
+    return {
+        "job": dead.job,
+        "outcome": "Interrupted",
+        "reason": "Killed",
+        "message": f"the runtime (pid {dead.owner_pid}) ended before the job did (it was killed "
+        "or crashed)",
+        "runId": dead.run_id,
+        "cleanedUp": dead.removed,
+        "leftovers": dead.failed,
+    }

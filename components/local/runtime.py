@@ -49,12 +49,12 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
-import secrets
 import shutil
 import sys
 import time
 import traceback
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -63,9 +63,9 @@ from typing import IO, Any
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from components.core.errors import UserError
+from components.core.errors import EnvironmentFailure, UserError
 from components.core.jobset import QUEUE_LABEL
-from components.core.manifests import write_manifests
+from components.core.manifests import dump_yaml, manifest_filename
 from components.images import catalogue
 from components.images.declarations import Image
 from components.kinds.chainer import ssh_assets
@@ -76,8 +76,10 @@ from components.local.cluster import (
     PodPlan,
     plan_cluster,
 )
+from components.local.files import inside, new_run_directory, private_directory, write_private
 from components.local.job_run import JobRun
 from components.local.kubectl import CALLS_LOG, POD_ENV, REGISTRY_ENV
+from components.local.ledger import Ledger, clean_dead_runs
 from components.local.network import (
     NETNS_RUN,
     LoopbackNetwork,
@@ -90,7 +92,7 @@ from components.local.pods import (
     kill_all,
     pod_processes,
 )
-from components.local.results import RunResult
+from components.local.results import RunResult, killed_summary
 from components.local.signals import (
     Interrupted,
     install_cleanup_handlers,
@@ -117,14 +119,39 @@ class RunOptions:
 
 
 def run_job(job: JobDefinition, options: RunOptions | None = None) -> RunResult:
-    """Run the job to its outcome; never leaves a process, namespace or link behind."""
+    """Run the job to its outcome; never leaves a process, namespace or link behind (and
+    removes what earlier runs that were killed left)."""
     options = options or RunOptions()
     if options.network not in NETWORK_MODES:
         raise UserError(f"--network must be one of {', '.join(NETWORK_MODES)}")
     plan = plan_cluster(job.graph, job.success_jobs, job.success_any)
     _check_images(plan, options.image_aliases)
+    stream = options.stream or sys.stdout
+    clean_up_after_killed_runs(lambda line: print(f"[trainjobs] {line}", file=stream))
     run = Run(job, plan, options)
     return run.execute()
+
+
+def clean_up_after_killed_runs(report: Callable[[str], None]) -> bool:
+    """Remove what killed runs left (see :mod:`components.local.ledger`), say what, and write
+    each one's ``summary.json``. False if something could not be removed."""
+    complete = True
+    for dead in clean_dead_runs():
+        what = ", ".join(dead.removed) or "nothing was left"
+        report(
+            f"run {dead.run_id} of job {dead.job} (pid {dead.owner_pid}) ended without cleaning "
+            f"up (it was killed or crashed); removed what it left: {what}"
+        )
+        if dead.failed:
+            complete = False
+            report(f"run {dead.run_id}: could not remove {', '.join(dead.failed)}")
+        summary = Path(dead.run_dir) / "summary.json"
+        if Path(dead.run_dir).is_dir() and not summary.exists():
+            try:
+                write_private(summary, json.dumps(killed_summary(dead), indent=2) + "\n")
+            except OSError as error:
+                report(f"run {dead.run_id}: {summary} not written ({error.strerror})")
+    return complete
 
 
 def _check_images(plan: ClusterPlan, aliases: dict[str, str]) -> None:
@@ -161,12 +188,7 @@ def _all_containers(pod: PodPlan) -> list[dict[str, Any]]:
 
 
 def _default_run_dir(job: str) -> Path:
-    base = Path("out") / "runs" / f"{job}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    candidate, suffix = base, 1
-    while candidate.exists():
-        suffix += 1
-        candidate = Path(f"{base}-{suffix}")
-    return candidate
+    return Path("out") / "runs" / f"{job}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
 
 class Run:
@@ -177,33 +199,42 @@ class Run:
         self.plan = plan
         self.options = options
         self.stream = options.stream or sys.stdout
-        self.run_dir = (options.run_dir or _default_run_dir(job.name)).resolve()
-        if self.run_dir.exists() and any(self.run_dir.iterdir()):
-            raise UserError(f"--run-dir {self.run_dir}: not empty; choose a new directory")
-        self.registry = self.run_dir / "pods.json"
         self.hurry = False
-        self.run_id = secrets.token_hex(3)
-        while Path(f"/sys/class/net/tj-{self.run_id}").exists():
-            self.run_id = secrets.token_hex(3)
+        self.stopping = False
         mode = self._network_mode()
-        pods = [(pod.name, pod.hostname, pod.subdomain, pod.service_names) for pod in plan.pods]
-        self.network: NamespaceNetwork | LoopbackNetwork = (
-            NamespaceNetwork(self.run_id, plan.namespace, pods)
-            if mode == "netns"
-            else LoopbackNetwork(pods)
-        )
-        hosts = {host.pod: host for host in self.network.hosts}
         ssh_secrets = local_ssh.ssh_secrets(plan.secrets)
         if ssh_secrets:
             local_ssh.check_available(mode)
-        created = not self.run_dir.exists()
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        (self.run_dir / "logs").mkdir()
-        self.sink = LogSink(self.stream, self.run_dir / "logs")
+        self.run_dir = new_run_directory(options.run_dir, _default_run_dir(job.name))
+        self.registry = self.run_dir / "pods.json"
+        self.netns_inodes: dict[str, int] = {}
+        try:
+            self.ledger = Ledger.open(
+                job.name, self.run_dir, lambda run_id: Path(f"/sys/class/net/tj-{run_id}").exists()
+            )
+        except BaseException:
+            _empty(self.run_dir, options.run_dir is None)
+            raise
+        self.run_id = self.ledger.run_id
+        pods = [(pod.name, pod.hostname, pod.subdomain, pod.service_names) for pod in plan.pods]
         # Building the pods resolves images, env and paths: every user error surfaces here,
         # before anything is started (and the run directory goes again).
         try:
-            # The ssh transport's key pair: made for this run, removed when it ends.
+            self.ledger.record("temporary-files", directory=str(self.run_dir))
+            self.network: NamespaceNetwork | LoopbackNetwork = (
+                NamespaceNetwork(self.run_id, plan.namespace, pods)
+                if mode == "netns"
+                else LoopbackNetwork(pods)
+            )
+            hosts = {host.pod: host for host in self.network.hosts}
+            self.sink = LogSink(self.stream, private_directory(self.run_dir / "logs"))
+            # The ssh transport's key pair: made for this run, removed when it ends (or by
+            # the clean-up after it, if it is killed: the ledger lists where its copies go).
+            if ssh_secrets:
+                self.ledger.record(
+                    "ssh-keys",
+                    directories=[str(self.run_dir / "ssh"), *self._secret_volumes()],
+                )
             self.keys = (
                 local_ssh.RunKeys(self.run_dir, job.name, ssh_assets.host_key_alias(job.name))
                 if ssh_secrets
@@ -220,11 +251,27 @@ class Run:
             ]
             self.workers = [PodRun(pod, hosts[pod.name], self) for pod in plan.workers]
         except UserError:
-            # The directory was new or empty: leave it as it was.
-            for child in [self.run_dir] if created else list(self.run_dir.iterdir()):
-                shutil.rmtree(child, ignore_errors=True)
+            self._abandon(options.run_dir is None)
             raise
-        self.netns_inodes: dict[str, int] = {}
+        except OSError as error:
+            self._abandon(options.run_dir is None)
+            raise EnvironmentFailure(
+                f"cannot prepare the run directory {self.run_dir}: {_describe(error)}"
+            ) from None
+
+    def _secret_volumes(self) -> list[str]:
+        """Where the pods' Secret volumes will hold copies of the run's key pair."""
+        return [
+            str(inside(self.run_dir, "pods", pod.name, "volumes", volume["name"]))
+            for pod in self.plan.pods
+            for volume in pod.spec.get("volumes") or []
+            if volume.get("secret") is not None
+        ]
+
+    def _abandon(self, created: bool) -> None:
+        """Before anything started: leave the run directory as it was, and no ledger."""
+        _empty(self.run_dir, created)
+        self.ledger.close()
 
     @property
     def pods(self) -> list[PodRun]:
@@ -269,9 +316,13 @@ class Run:
             "pods": {pod.name: pod.registry_entry() for pod in self.pods if not pod.deleted},
             "grants": {account: list(map(list, g)) for account, g in self.plan.grants.items()},
         }
-        temporary = self.registry.with_suffix(".tmp")
-        temporary.write_text(json.dumps(registry, indent=1), encoding="utf-8")
-        os.replace(temporary, self.registry)
+        try:
+            write_private(self.registry, json.dumps(registry, indent=1))
+        except OSError:
+            # While stopping, the registry only answers kubectl calls that no longer matter;
+            # the pods must still be stopped and the network removed.
+            if not self.stopping:
+                raise
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -292,26 +343,37 @@ class Run:
                         f"JobSet {node.name}: on a cluster Kueue admits it whole from queue "
                         f"{queue}; here its Jobs start as the JobSet controller creates them"
                     )
-            write_manifests(self.job.graph.manifests(), _mkdir(self.run_dir / "manifests"))
+            self._write_manifests()
             self.publish()
             if self.keys is not None:
                 local_ssh.prepare_sshd()
-            self.network.up()
+            self.network.up(self.ledger)
             for host in self.network.hosts:
                 if host.netns:
                     self.netns_inodes[host.pod] = os.stat(NETNS_RUN / host.netns).st_ino
+            # Listed after the network, so a killed run's clean-up stops them first.
+            self.ledger.record(
+                "processes",
+                marker=str(self.registry),
+                netns=[host.netns for host in self.network.hosts if host.netns],
+            )
             outcome, reason, message = self._drive(started)
         except Interrupted as interrupt:
             outcome, reason = "Interrupted", interrupt.signal_name
             message = f"stopped by {interrupt.signal_name}"
         except KeyboardInterrupt:
             outcome, reason, message = "Interrupted", "SIGINT", "stopped by SIGINT"
+        except OSError as error:  # the machine refused (a full disk): say so, no traceback
+            outcome, reason, message = "Failed", "Error", _describe(error)
+        except UserError as error:  # a spec problem only a running pod reveals
+            outcome, reason, message = "Failed", "Error", str(error)
         except Exception as error:  # a fault of the runtime: still clean up and report it
             outcome, reason, message = "Failed", "Error", f"{type(error).__name__}: {error}"
             for line in traceback.format_exc().splitlines():
                 self.sink.event(line)
         finally:
             install_cleanup_handlers(self)
+            self.stopping = True
             try:
                 leftovers = self._teardown()
             finally:
@@ -333,12 +395,22 @@ class Run:
             jobs={job.name: job.status() for job in self.jobs},
             api_calls=self._api_calls(),
         )
-        (self.run_dir / "summary.json").write_text(
-            json.dumps(result.summary(), indent=2) + "\n", encoding="utf-8"
-        )
+        if not leftovers:
+            self.ledger.close()
         self._print_summary(result)
+        summary = json.dumps(result.summary(), indent=2) + "\n"
+        try:
+            write_private(self.run_dir / "summary.json", summary)
+        except OSError as error:
+            self.sink.event(f"summary.json not written: {_describe(error)}")
         self.sink.close()
         return result
+
+    def _write_manifests(self) -> None:
+        directory = private_directory(self.run_dir / "manifests")
+        for index, manifest in enumerate(self.job.graph.manifests(), start=1):
+            path = inside(directory, manifest_filename(index, manifest))
+            write_private(path, dump_yaml(manifest))
 
     def _drive(self, started: float) -> tuple[str, str, str]:
         held = self._gang_held()
@@ -530,6 +602,16 @@ def _environ(pid: int) -> bytes:
         return b""
 
 
-def _mkdir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+def _describe(error: OSError) -> str:
+    """An OS error as one line: what could not be done to which file."""
+    where = f"{error.filename}: " if error.filename else ""
+    return f"cannot write {where}{error.strerror or error}"
+
+
+def _empty(directory: Path, created: bool) -> None:
+    """Remove what a run put in ``directory`` (and the directory itself if it made it)."""
+    for child in [directory] if created else list(directory.iterdir()):
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)

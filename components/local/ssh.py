@@ -3,7 +3,8 @@
 A cluster gets the job's ssh-auth Secret from Pulumi (a key made at deploy time); a local run
 makes its own key pair with ``ssh-keygen`` when it starts, keeps it only in the run
 directory's private ``ssh/`` directory and in the pods' Secret volumes (files 0600 or the
-volume's mode, directories 0700), and removes all of it when the run ends. Each worker pod's
+volume's mode, directories 0700), and removes all of it when the run ends (a killed run's, the
+clean-up after it: see :mod:`components.local.ledger`). Each worker pod's
 sshd is Debian's, started by the generated ``sshd.sh`` in the pod's network namespace, so
 every pod needs an address of its own: the ssh transport runs on pod network namespaces only.
 
@@ -20,9 +21,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from components.core.errors import UserError
+from components.core.errors import EnvironmentFailure, UserError
 from components.core.graph import Manifest
 from components.kinds.chainer import ssh_assets
+from components.local.ledger import resource_kind
 
 PRIVSEP_DIR = Path("/run/sshd")
 _PROGRAMS = {
@@ -58,6 +60,17 @@ def check_available(network_mode: str) -> None:
         )
 
 
+@resource_kind("ssh-keys")
+def _remove_keys(entry: dict[str, list[str]]) -> list[str]:
+    """A killed run's key pair and the Secret volumes that held copies of it."""
+    removed = []
+    for directory in map(Path, entry["directories"]):
+        if directory.is_dir() and not directory.is_symlink():
+            shutil.rmtree(directory, ignore_errors=True)
+            removed.append(f"key directory {directory}")
+    return removed
+
+
 def prepare_sshd() -> None:
     """sshd as root refuses to start without its privilege-separation directory."""
     if os.geteuid() == 0 and not PRIVSEP_DIR.is_dir():
@@ -71,7 +84,7 @@ class RunKeys:
         self.directory = run_dir / "ssh"
         self.directory.mkdir(mode=0o700)
         key = self.directory / "id_ed25519"
-        subprocess.run(
+        made = subprocess.run(
             [
                 "ssh-keygen",
                 "-q",
@@ -84,9 +97,12 @@ class RunKeys:
                 "-f",
                 str(key),
             ],
-            check=True,
             capture_output=True,
+            text=True,
         )
+        if made.returncode != 0:
+            reason = made.stderr.strip().splitlines()[-1:] or [f"exit code {made.returncode}"]
+            raise EnvironmentFailure(f"ssh-keygen could not make the run's key pair: {reason[0]}")
         self.files = ssh_assets.secret_files(
             alias,
             key.read_text(encoding="ascii"),

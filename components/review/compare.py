@@ -342,8 +342,12 @@ def compare(base: Snapshot, head: Snapshot, settings: ProviderSettings | None = 
     return Comparison(head.stack or base.stack, tuple(diffs), outputs)
 
 
-def config_changes(base_file: Path, head_file: Path) -> list[str]:
-    """Changed stack settings, one Markdown line each. Secure values are never printed."""
+def config_changes(
+    base_file: Path, head_file: Path, secret: set[str] | frozenset[str] = frozenset()
+) -> list[str]:
+    """Changed stack settings, one Markdown line each. Secure values, and the settings in
+    ``secret`` (those the program made secret, as the preview records them), are never
+    printed."""
 
     def shown(value: Any) -> str:
         text = value if isinstance(value, str) else json.dumps(value)
@@ -358,6 +362,8 @@ def config_changes(base_file: Path, head_file: Path) -> list[str]:
         secure = any(isinstance(v, dict) and "secure" in v for v in (before, after))
         if secure:
             lines.append(f"`{key}`: secure value changed (not shown)")
+        elif key in secret:
+            lines.append(f"`{key}`: secret value changed (not shown)")
         elif key not in old:
             lines.append(f"`{key}`: added, {shown(after)}")
         elif key not in new:

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-import yaml
 from pulumi.output import Unknown
 from pulumi.runtime import mocks, rpc, settings
 from pulumi.runtime.stack import run_pulumi_func
@@ -25,6 +24,7 @@ from pulumi.runtime.sync_await import _sync_await
 
 from components.core.errors import UserError
 from components.core.manifests import prepare_output_dir, write_manifests
+from components.review.stack_file import stack_settings
 
 PROJECT = "trainjobs"
 REDACTED = "[secret]"
@@ -57,6 +57,8 @@ class PreviewResult:
     stack: str
     resources: list[Registration]
     outputs: dict[str, Any] = field(default_factory=dict)
+    secret_config: list[str] = field(default_factory=list)
+    """Stack settings whose values the program made secret: never shown, not even in diffs."""
 
     def kubernetes_objects(self) -> list[Registration]:
         return [r for r in self.resources if r.is_kubernetes]
@@ -102,9 +104,10 @@ class _Mocks(pulumi.runtime.Mocks):
 class _RecordingMonitor(mocks.MockMonitor):
     """Records the resource options that the mock runtime itself ignores."""
 
-    def __init__(self) -> None:
+    def __init__(self, redactor: _Redactor) -> None:
         super().__init__(_Mocks())
         self.registrations: list[Registration] = []
+        self.redactor = redactor
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
@@ -119,32 +122,50 @@ class _RecordingMonitor(mocks.MockMonitor):
                     dependencies=list(request.dependencies),
                     ignore_changes=list(request.ignoreChanges),
                     delete_before_replace=request.deleteBeforeReplace,
-                    inputs=_plain(rpc.deserialize_properties(request.object, keep_unknowns=True)),
+                    inputs=self.redactor.plain(
+                        rpc.deserialize_properties(request.object, keep_unknowns=True)
+                    ),
                     replace_on_changes=list(request.replaceOnChanges),
                 )
             )
         return response
 
 
-def _plain(value: Any) -> Any:
-    """Wire values as a reader expects them.
+class _Redactor:
+    """Wire values as a reader expects them, secrets masked.
 
-    Secrets become a marker (previews are shared in pull requests); whole numbers come back
-    as ints (protobuf Structs carry only doubles); mapping keys are sorted because Structs
-    do not keep their order, with apiVersion, kind and metadata first as in kubectl output.
+    Secrets become a marker (previews are shared in pull requests), and the stack settings
+    whose values went into a secret are noted (:attr:`secret_config`: ``kubernetes:kubeconfig``
+    when the program reads it with ``get_secret``), so a diff masks them too. Whole numbers
+    come back as ints (protobuf Structs carry only doubles); mapping keys are sorted because
+    Structs do not keep their order, with apiVersion, kind and metadata first as in kubectl
+    output.
     """
-    if rpc.is_rpc_secret(value):
-        return REDACTED
-    if isinstance(value, Unknown) or value == rpc.UNKNOWN:
-        return UNKNOWN
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        keys = sorted(value, key=lambda key: (_KEY_ORDER.get(key, len(_KEY_ORDER)), key))
-        return {key: _plain(value[key]) for key in keys}
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    return value
+
+    def __init__(self, config: dict[str, str]) -> None:
+        self.config = config
+        self.secret_config: set[str] = set()
+
+    def plain(self, value: Any) -> Any:
+        if rpc.is_rpc_secret(value):
+            self._note(value.get("value"))
+            return REDACTED
+        if isinstance(value, Unknown) or value == rpc.UNKNOWN:
+            return UNKNOWN
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, dict):
+            keys = sorted(value, key=lambda key: (_KEY_ORDER.get(key, len(_KEY_ORDER)), key))
+            return {key: self.plain(value[key]) for key in keys}
+        if isinstance(value, list):
+            return [self.plain(item) for item in value]
+        return value
+
+    def _note(self, secret: Any) -> None:
+        text = secret if isinstance(secret, str) else json.dumps(secret, default=str)
+        for key, setting in self.config.items():
+            if setting and setting != REDACTED and setting in text:
+                self.secret_config.add(key)
 
 
 _KEY_ORDER = {"apiVersion": 0, "kind": 1, "metadata": 2}
@@ -184,9 +205,8 @@ def stack_config(project_dir: Path, stack: str) -> dict[str, str]:
             sorted(p.stem[len("Pulumi.") :] for p in project_dir.glob("Pulumi.*.yaml"))
         )
         raise UserError(f"no stack file {path.name} in {project_dir}; known stacks: {known}")
-    document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     config: dict[str, str] = {}
-    for key, value in (document.get("config") or {}).items():
+    for key, value in stack_settings(path).items():
         full_key = key if ":" in key else f"{PROJECT}:{key}"
         if isinstance(value, dict) and "secure" in value:
             config[full_key] = REDACTED  # encrypted with the stack's key: not readable offline
@@ -219,7 +239,8 @@ def run_preview(
     if not program.is_file():
         raise UserError(f"no Pulumi program at {program}")
     config = {**stack_config(project_dir, stack), **(overrides or {})}
-    monitor = _RecordingMonitor()
+    redactor = _Redactor(config)
+    monitor = _RecordingMonitor(redactor)
     pulumi.runtime.set_all_config(config, [])
     settings.ROOT.set(None)  # a fresh root Stack per preview, as in a real deployment
     pulumi.runtime.set_mocks(
@@ -232,10 +253,22 @@ def run_preview(
         except pulumi.RunError as error:
             raise UserError(str(error)) from None
     outputs = {
-        name: _plain(_sync_await(pulumi.Output.from_input(value).future(with_unknowns=True)))
+        name: _output(redactor, pulumi.Output.from_input(value))
         for name, value in getattr(root, "outputs", {}).items()
     }
-    return PreviewResult(stack, creation_order(monitor.registrations), outputs)
+    return PreviewResult(
+        stack, creation_order(monitor.registrations), outputs, sorted(redactor.secret_config)
+    )
+
+
+def _output(redactor: _Redactor, output: pulumi.Output[Any]) -> Any:
+    """A stack output as a reader sees it; a secret one (resolved values lose their secret
+    wrapping) becomes the marker."""
+    value = _sync_await(output.future(with_unknowns=True))
+    if _sync_await(output.is_secret()):
+        redactor.plain(rpc.wrap_rpc_secret(value))
+        return REDACTED
+    return redactor.plain(value)
 
 
 def write_preview(result: PreviewResult, out_dir: Path) -> list[Path]:
@@ -247,6 +280,7 @@ def write_preview(result: PreviewResult, out_dir: Path) -> list[Path]:
         "stack": result.stack,
         "resources": result.graph_summary(),
         "outputs": result.outputs,
+        "secretConfig": result.secret_config,
     }
     graph.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return [*written, graph]

@@ -84,17 +84,21 @@ def diff_against_ref(
     does not exist at `ref` is compared with an empty stack (everything is created).
     """
     project_dir = project_dir.resolve()
+    stack_file = f"Pulumi.{stack}.yaml"
     with tempfile.TemporaryDirectory(prefix="trainjobs-base-") as checkout:
         base_project = export_ref(project_dir, ref, Path(checkout))
-        stack_file = f"Pulumi.{stack}.yaml"
-        config = config_changes(base_project / stack_file, project_dir / stack_file)
-        prepare_output_dir(previews)
-        if (base_project / stack_file).is_file():
+        prepare_output_dir(previews, "--previews")
+        exists = (base_project / stack_file).is_file()
+        if exists:
             preview_in_subprocess(base_project, stack, previews / "base", ref)
             base = load_preview(previews / "base")
         else:
             base = Snapshot(stack, {})
-            config.insert(0, f"stack `{stack}` does not exist at `{ref}`: everything is new")
-    preview_in_subprocess(project_dir, stack, previews / "head", "the working tree")
-    head = load_preview(previews / "head")
+        preview_in_subprocess(project_dir, stack, previews / "head", "the working tree")
+        head = load_preview(previews / "head")
+        # A setting either side's program made secret is masked on both sides.
+        secret = set(base.secret_config) | set(head.secret_config)
+        config = config_changes(base_project / stack_file, project_dir / stack_file, secret)
+    if not exists:
+        config.insert(0, f"stack `{stack}` does not exist at `{ref}`: everything is new")
     return compare(base, head, ProviderSettings.from_stack(project_dir, stack)), config

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from components.review.properties import PropertyPath
+from components.review.stack_file import stack_settings
 
 # Replace-on-change inputs of dynamic resources, from their providers' `diff` (kept in step
 # with components.deploy.completion.REPLACE_ON by a test; not imported, to keep the CLI light).
@@ -137,8 +136,7 @@ def _contains(value: Any, tokens: tuple[str, ...]) -> bool:
 def _raw_stack_config(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
-    document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     return {
         (key if ":" in key else f"trainjobs:{key}"): value
-        for key, value in (document.get("config") or {}).items()
+        for key, value in stack_settings(path).items()
     }

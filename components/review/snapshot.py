@@ -44,6 +44,8 @@ class Snapshot:
     stack: str
     resources: dict[str, Resource]
     outputs: dict[str, Any] = field(default_factory=dict)
+    secret_config: tuple[str, ...] = ()
+    """Stack settings the program made secret (their values are never shown)."""
 
 
 def pulumi_type(manifest: dict[str, Any]) -> str:
@@ -112,4 +114,9 @@ def load_preview(directory: Path) -> Snapshot:
             manifest=manifest,
             inputs=entry.get("inputs"),
         )
-    return Snapshot(graph.get("stack", ""), resources, graph.get("outputs") or {})
+    return Snapshot(
+        graph.get("stack", ""),
+        resources,
+        graph.get("outputs") or {},
+        tuple(graph.get("secretConfig") or ()),
+    )

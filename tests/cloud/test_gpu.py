@@ -16,7 +16,7 @@ from components.cloud.device_plugin import device_plugin_daemonset
 from components.cloud.instances import INSTANCE_TYPES, GpuInstanceType
 from components.cloud.node_pool import GpuNodePoolConfig
 from components.cloud.scheduling import GpuPod, SchedulingProfile, apply_scheduling, gpu_pods
-from components.core.errors import ConfigError, UserError
+from components.core.errors import ConfigError, SpecError, UserError
 from components.kinds.registry import JobDefinition, load_job, parse_job
 from components.review.preview import PreviewResult, Registration, run_preview
 from tests.conftest import REPO, schema_problems
@@ -465,19 +465,19 @@ def test_a_pod_asking_for_more_gpus_than_a_node_has_is_refused(profile):
     )
 
 
-def test_a_fractional_gpu_count_in_any_container_is_refused(profile):
+def test_a_fractional_gpu_count_in_any_container_is_refused_before_any_pool_is_applied():
     document = yaml.safe_load((REPO / "jobs" / "chainermn-gpu.yaml").read_text())
     pod = document["spec"]["worker"]["template"]["spec"]
     pod["containers"][0]["name"] = "chainer"
     pod["containers"].append(
         {"name": "sidecar", "image": "img:1", "resources": {"limits": {"nvidia.com/gpu": "0.5"}}}
     )
-    with pytest.raises(UserError) as raised:
-        apply_scheduling(parse_job(document, "gpu.yaml").graph, profile)
-    assert str(raised.value) == (
-        "ChainerJob chainermn-gpu: StatefulSet/chainermn-gpu-worker: container 'sidecar': "
-        "nvidia.com/gpu must be a whole number of GPUs (got '0.5')"
-    )
+    with pytest.raises(SpecError) as raised:
+        parse_job(document, "gpu.yaml")
+    assert [str(problem) for problem in raised.value.problems] == [
+        "spec.worker.template.spec.containers[1].resources.limits.nvidia.com/gpu: Invalid value: "
+        '"0.5": must be an integer'
+    ]
 
 
 def test_applying_the_profile_leaves_the_original_graph_untouched(profile):

@@ -66,8 +66,12 @@ class Run:
 
 def leaks(run: Run) -> list[str]:
     """What the run left behind, found independently of the runtime's own bookkeeping."""
-    run_id = run.summary["runId"]
-    marker = f"\0{REGISTRY_ENV}={run.run_dir.resolve() / 'pods.json'}\0".encode()
+    return leaks_of(run.run_dir, run.summary["runId"])
+
+
+def leaks_of(run_dir: Path, run_id: str) -> list[str]:
+    """What the run ``run_id`` in ``run_dir`` left: processes, namespaces, links, configs."""
+    marker = f"\0{REGISTRY_ENV}={run_dir.resolve() / 'pods.json'}\0".encode()
     found = []
     for entry in Path("/proc").iterdir():
         try:

@@ -20,6 +20,7 @@ import yaml
 from components.kinds.registry import load_job, parse_job
 from components.local import network
 from components.local.cluster import plan_cluster
+from components.local.kubectl import REGISTRY_ENV
 from tests.conftest import REPO
 from tests.local.runs import Run, leaks
 
@@ -439,16 +440,19 @@ def test_a_gang_that_cannot_be_placed_whole_starts_no_pod(tmp_path: Path) -> Non
 ELASTIC_EXAMPLE = REPO / "jobs" / "pytorch-elastic.yaml"
 
 
-def container_processes(pod: str, program: str) -> list[int]:
-    """Processes of a local pod's container whose command line names ``program``."""
+def container_processes(run_dir: Path, pod: str, program: str) -> list[int]:
+    """Processes of a local pod's container whose command line names ``program`` (of this
+    run only: other runs on the machine may run a pod of the same name)."""
+    registry = f"\0{REGISTRY_ENV}={run_dir.resolve() / 'pods.json'}\0".encode()
     found = []
     for entry in Path("/proc").iterdir():
         try:
-            environ = (entry / "environ").read_bytes()
+            environ = b"\0" + (entry / "environ").read_bytes()
             cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if f"TRAINJOBS_LOCAL_POD={pod}\0".encode() in environ and program.encode() in cmdline:
+        member = f"\0TRAINJOBS_LOCAL_POD={pod}\0".encode() in environ and registry in environ
+        if member and program.encode() in cmdline:
             found.append(int(entry.name))
     return found
 
@@ -480,7 +484,9 @@ def test_a_torchrun_node_killed_mid_run_is_restarted_and_rejoins_the_group(tmp_p
 
     def kill_worker_1_at_epoch_3(line: str, process: subprocess.Popen[str]) -> None:
         if not killed and line.startswith("[pytorch-elastic-worker-0] epoch 3/60"):
-            killed.extend(container_processes("pytorch-elastic-worker-1", "torchrun"))
+            killed.extend(
+                container_processes(tmp_path / "run", "pytorch-elastic-worker-1", "torchrun")
+            )
             for pid in killed:
                 os.kill(pid, signal.SIGKILL)
 

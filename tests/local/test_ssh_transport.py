@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from components.core.errors import UserError
+from components.core.errors import EnvironmentFailure, UserError
 from components.core.graph import GraphOptions
 from components.kinds.registry import parse_job
 from components.local import ssh as local_ssh
@@ -201,3 +201,23 @@ def test_each_run_gets_its_own_key(tmp_path: Path) -> None:
     second = local_ssh.RunKeys(tmp_path / "b", "demo", "trainjobs-demo")
 
     assert first.files["ssh-privatekey"] != second.files["ssh-privatekey"]
+
+
+def test_a_key_pair_ssh_keygen_cannot_make_is_one_line_and_exit_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "ssh-keygen"
+    fake.write_text("#!/bin/sh\necho 'Saving key failed: No space left on device' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    (tmp_path / "run").mkdir()
+
+    with pytest.raises(EnvironmentFailure) as raised:
+        local_ssh.RunKeys(tmp_path / "run", "demo", "trainjobs-demo")
+
+    assert str(raised.value) == (
+        "ssh-keygen could not make the run's key pair: Saving key failed: No space left on device"
+    )
+    assert raised.value.exit_code == 1

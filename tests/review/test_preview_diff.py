@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -740,3 +741,30 @@ def test_a_restart_policy_change_that_drops_the_pod_failure_policy_replaces_the_
         ("Job default/tf-mnist-worker-1", "replace"),
     ]
     assert workers[0].reason.startswith("`spec.podFailurePolicy` changed")
+
+
+def kubeconfig(token: str) -> str:
+    return f"apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    token: {token}\n"
+
+
+def test_diff_masks_a_setting_the_program_made_secret_as_the_preview_does(tmp_path, capsys):
+    # kubernetes:kubeconfig in plain text: the program reads it with get_secret, so the preview
+    # shows it as [secret]; the diff must not print it either (stdout, report, previews).
+    repo = git_project(
+        tmp_path / "repo",
+        {"demo.yaml": chainer_job()},
+        {"kubernetes:kubeconfig": kubeconfig("OLD-TOKEN-1")},
+    )
+    write_project(
+        repo, {"demo.yaml": chainer_job()}, {"kubernetes:kubeconfig": kubeconfig("NEW-TOKEN-2")}
+    )
+    assert diff(repo) == 0
+    out = capsys.readouterr().out
+    assert "- `kubernetes:kubeconfig`: secret value changed (not shown)" in out.splitlines()
+    report, previews = tmp_path / "report.md", tmp_path / "previews"
+    assert diff(repo, "--out", str(report), "--previews", str(previews)) == 0
+    written = [report, *previews.rglob("*")]
+    texts = [path.read_text(encoding="utf-8") for path in written if path.is_file()]
+    assert not [text for text in [out, *texts] if "TOKEN" in text]
+    graph = json.loads((previews / "head" / "graph.json").read_text(encoding="utf-8"))
+    assert graph["secretConfig"] == ["kubernetes:kubeconfig"]

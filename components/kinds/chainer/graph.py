@@ -16,7 +16,7 @@ import copy
 
 from components.core.graph import Graph, GraphOptions, Manifest, Node
 from components.core.labels import JOB_ROLE, REPLICA_TYPE, WORKER_SET, common_labels, metadata
-from components.core.pod_template import main_container, with_env
+from components.core.pod_template import default_field, main_container, with_env
 from components.kinds.chainer import assets, ssh_assets
 from components.kinds.chainer.spec import KIND, ChainerJobPlan, WorkerGroup
 
@@ -182,7 +182,7 @@ def _role(plan: ChainerJobPlan, labels: dict[str, str]) -> Manifest:
 
 
 def _pod_labels(template: Manifest, labels: dict[str, str], extra: dict[str, str]) -> None:
-    meta = template.setdefault("metadata", {})
+    meta = default_field(template, "metadata", {})
     meta["labels"] = {**(meta.get("labels") or {}), **labels, **extra}
 
 
@@ -275,7 +275,7 @@ def _master_job(plan: ChainerJobPlan, options: GraphOptions, labels: dict[str, s
     template = copy.deepcopy(plan.master.template)
     _pod_labels(template, labels, {REPLICA_TYPE: "master", JOB_ROLE: "master"})
     pod = template["spec"]
-    pod.setdefault("restartPolicy", "Never")
+    default_field(pod, "restartPolicy", "Never")
     # The hostfile names the master by this hostname, so Open MPI recognises it as local.
     pod["hostname"] = names.master
     container = main_container(template, plan.master.container)

@@ -21,8 +21,11 @@ from typing import Any
 
 from pydantic import Field, ValidationError, field_validator
 
+from components.core import quantity
+from components.core.bounds import INT32_MAX, replicas_problem, total_pods_problem
 from components.core.documents import load_file
 from components.core.errors import Problem, SpecError
+from components.core.job_document import metadata_problems
 from components.core.models import ObjectMeta, problem_from_pydantic
 from components.core.names import DNS1123_LABEL, JobNames, check_name_limits
 from components.core.pod_template import GPU_RESOURCE, PodTemplate, check_pod_template
@@ -39,6 +42,7 @@ class MpiConfig(SpecModel):
     slots: int | None = Field(
         default=None,
         gt=0,
+        le=INT32_MAX,
         description="MPI slots (ranks) per pod. Default: the main container's nvidia.com/gpu "
         "limit, or 1 without GPUs.",
     )
@@ -84,6 +88,14 @@ class WorkerSpec(SpecModel):
     replicas: int = Field(default=1, gt=0, description="Number of worker pods. Default: 1.")
     mpi_config: MpiConfig = Field(default_factory=MpiConfig)
     template: PodTemplate = Field(description=_TEMPLATE_DESCRIPTION)
+
+    @field_validator("replicas")
+    @classmethod
+    def _bounded(cls, value: int) -> int:
+        too_many = replicas_problem(value, "")
+        if too_many is not None:
+            raise ValueError(too_many.message)
+        return value
 
 
 class ChainerJobSpec(SpecModel):
@@ -225,14 +237,18 @@ def _plan(
         groups.append((names.worker_statefulset(set_name), path, worker))
 
     problems += check_name_limits(names, [(ss, path) for ss, path, _ in groups])
+    too_many = total_pods_problem([1] + [worker.replicas for _, _, worker in groups], "spec")
+    if too_many is not None:
+        problems.append(too_many)
+    problems += metadata_problems(job.metadata)
 
     master_template, master_container = check_pod_template(
-        spec.master.template, "spec.master.template", problems, DEFAULT_CONTAINER_NAME
+        spec.master.template, "spec.master.template", problems, warnings, DEFAULT_CONTAINER_NAME
     )
     workers = []
     for statefulset, path, worker in groups:
         template, container = check_pod_template(
-            worker.template, f"{path}.template", problems, DEFAULT_CONTAINER_NAME
+            worker.template, f"{path}.template", problems, warnings, DEFAULT_CONTAINER_NAME
         )
         restart = template.get("spec", {}).get("restartPolicy")
         if restart not in (None, "Always"):
@@ -291,18 +307,8 @@ def _slots(
         return 1
     limits = (containers[index].get("resources") or {}).get("limits") or {}
     gpus = limits.get(GPU_RESOURCE)
-    if gpus is None:
+    where = f"{path}.spec.containers[{index}].resources.limits.{GPU_RESOURCE}"
+    if gpus is None or any(problem.path == where for problem in problems):
         return 1
-    try:
-        count = int(str(gpus))
-    except ValueError:
-        count = -1
-    if count < 0:
-        problems.append(
-            Problem(
-                f"{path}.spec.containers[{index}].resources.limits.{GPU_RESOURCE}",
-                f"must be a whole number of GPUs (got {gpus!r})",
-            )
-        )
-        return 1
-    return max(count, 1)
+    # The pod template's checks refused any value the API server would not take.
+    return max(quantity.whole_units(gpus), 1)

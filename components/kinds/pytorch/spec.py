@@ -34,6 +34,7 @@ from components.core.replica_spec import (
     check_replicas,
     check_restart_policy,
     check_run_policy,
+    check_total_pods,
     deciding_restart,
     env_override_warnings,
     gang_for,
@@ -303,6 +304,9 @@ def _map_versions(
                 )
             )
     elastic = _elastic(elastic_policy, job, workers, problems) if elastic_policy else None
+    check_total_pods(
+        [g for g in (master, workers) if g is not None], "spec.pytorchReplicaSpecs", problems
+    )
     if problems:
         return None
     ordered = [g for g in (master, workers) if g is not None]
@@ -452,6 +456,7 @@ def _v1alpha1(
     master, workers = groups.get("master"), groups.get("worker")
     if master is None and not problems:
         problems.append(Problem("spec.replicaSpecs", "required: a MASTER replica"))
+    check_total_pods(list(groups.values()), "spec.replicaSpecs", problems)
     if problems:
         return None
     assert master is not None

@@ -35,6 +35,7 @@ from components.core.replica_spec import (
     check_replicas,
     check_restart_policy,
     check_run_policy,
+    check_total_pods,
     deciding_restart,
     env_override_warnings,
     gang_for,
@@ -297,6 +298,7 @@ def _map_versions(
                     "operator refuses more than one evaluator",
                 )
             )
+    check_total_pods(groups, "spec.tfReplicaSpecs", problems)
     success_policy = getattr(spec, "success_policy", None)
     if success_policy not in (None, "", "AllWorkers"):
         problems.append(
@@ -475,6 +477,7 @@ def _v1alpha1(
     )
     if clean is not None and problems and problems[-1].path == "spec.cleanPodPolicy":
         problems[-1] = Problem("spec.cleanupPodPolicy", problems[-1].message)
+    check_total_pods(groups, "spec.replicaSpecs", problems)
     if problems:
         return None
     replicas_by_type = {g.type: (g.replicas, g.port) for g in groups}

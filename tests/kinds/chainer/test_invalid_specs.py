@@ -190,8 +190,9 @@ CASES: list[tuple[str, Mutation, str]] = [
     (
         "gpu-limit-not-a-number",
         lambda j: master_container(j).update(resources={"limits": {"nvidia.com/gpu": "two"}}),
-        "spec.master.template.spec.containers[0].resources.limits.nvidia.com/gpu: must be a "
-        "whole number of GPUs (got 'two')",
+        "spec.master.template.spec.containers[0].resources.limits.nvidia.com/gpu: Invalid value: "
+        '"two": quantities must match the regular expression '
+        "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
     ),
 ]
 

@@ -1,0 +1,147 @@
+"""Pod templates checked against the official Kubernetes OpenAPI schema (types and shapes).
+
+The schema is the one ``kubernetes-validate`` bundles for the newest Kubernetes it knows
+(``podtemplatespec-v1.json``, strict variant). A value of the wrong type (``env`` as a
+mapping, ``command`` as a string, ``image`` as a list, ``terminationGracePeriodSeconds:
+"abc"``), a missing required field (an env item without ``name``, a volumeMount without
+``mountPath``, ``fieldRef: {}``) or an integer that does not fit the field's 32 or 64 bits is
+a problem, each reported at its field path, all at once. An unknown field is a warning: the API
+server drops fields it does not know (its default field validation warns), so it has no effect.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterable
+from functools import cache
+from typing import Any
+
+import jsonschema
+import kubernetes_validate.utils
+from referencing import Registry, Resource
+
+from components.core.errors import Problem
+
+_TYPE_NAMES = {
+    "array": "a list",
+    "object": "a mapping",
+    "string": "a string",
+    "integer": "a whole number",
+    "number": "a number",
+    "boolean": "true or false",
+}
+_INT_RANGES = {"int32": 32, "int64": 64}
+
+
+def kubernetes_version() -> str:
+    """The Kubernetes version whose schema templates are checked against."""
+    return str(kubernetes_validate.utils.latest_version())
+
+
+@cache
+def _validator() -> jsonschema.protocols.Validator:
+    version = kubernetes_version()
+    directory = f"kubernetes-json-schema/v{version}-local-strict"
+    schema = kubernetes_validate.utils.schema_contents(
+        f"{directory}/podtemplatespec-v1.json", version
+    )
+    definitions = kubernetes_validate.utils.schema_contents(
+        f"{directory}/_definitions.json", version
+    )
+    registry = Resource.from_contents(definitions) @ (Resource.from_contents(schema) @ Registry())
+    formats = jsonschema.FormatChecker(formats=())
+    for name, bits in _INT_RANGES.items():
+        formats.checks(name)(_fits(bits))
+    return jsonschema.Draft202012Validator(schema, registry=registry, format_checker=formats)
+
+
+def _fits(bits: int) -> Any:
+    def check(value: Any) -> bool:
+        if not isinstance(value, int) or isinstance(value, bool):
+            return True
+        return -(2 ** (bits - 1)) <= value < 2 ** (bits - 1)
+
+    return check
+
+
+def check_template_types(
+    template: Any, path: str, problems: list[Problem], warnings: list[Problem]
+) -> None:
+    """Append a problem per schema violation of ``template`` (a PodTemplateSpec at ``path``)
+    and a warning per field the schema does not know."""
+    errors = sorted(_validator().iter_errors(template), key=lambda e: _where(path, e.absolute_path))
+    for error in errors:
+        where = _where(path, error.absolute_path)
+        if error.validator == "additionalProperties":
+            warnings.extend(_unknown_fields(error, where))
+        elif error.validator == "required":
+            given = error.instance if isinstance(error.instance, dict) else {}
+            missing = [name for name in error.validator_value if name not in given]
+            problems += [
+                Problem(f"{where}.{name}", "Required value: this field must be set")
+                for name in missing
+            ]
+        else:
+            problems.append(Problem(where, _message(error)))
+
+
+def _where(path: str, parts: Iterable[Any]) -> str:
+    where = path
+    for part in parts:
+        where += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return where
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    value = error.instance
+    if error.validator == "type":
+        allowed = [t for t in _as_list(error.validator_value) if t != "null"]
+        expected = " or ".join(_TYPE_NAMES.get(t, t) for t in allowed)
+        return f"Invalid value: {_shown(value)}: must be {expected}"
+    if error.validator == "oneOf":
+        kinds = sorted({t for s in error.validator_value for t in _as_list(s.get("type"))})
+        expected = " or ".join(_TYPE_NAMES.get(t, t) for t in kinds if t != "null")
+        return f"Invalid value: {_shown(value)}: must be {expected}"
+    if error.validator == "format" and error.validator_value in _INT_RANGES:
+        bits = _INT_RANGES[error.validator_value]
+        return (
+            f"Invalid value: {value}: must fit in {bits} bits (from {-(2 ** (bits - 1))} to "
+            f"{2 ** (bits - 1) - 1})"
+        )
+    if error.validator == "enum":
+        supported = ", ".join(json.dumps(v) for v in error.validator_value)
+        return f"Unsupported value: {_shown(value)}: supported values: {supported}"
+    return f"Invalid value: {_shown(value)}: {error.message}"
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _unknown_fields(error: jsonschema.ValidationError, where: str) -> list[Problem]:
+    known = list((error.schema.get("properties") or {}).keys())
+    instance = error.instance if isinstance(error.instance, dict) else {}
+    found = []
+    for key in instance:
+        if key in known:
+            continue
+        close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.75)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        found.append(
+            Problem(
+                f"{where}.{key}",
+                f"not a field of a Kubernetes {kubernetes_version()} pod template: the API "
+                f"server drops it, so it has no effect{hint}",
+            )
+        )
+    return found

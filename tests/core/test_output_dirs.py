@@ -1,0 +1,64 @@
+"""Output directories that cannot be one (`--out`, `--previews`): one line, no traceback,
+exit 2 for a path that is wrong, 1 when the machine refuses."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from components.cli import main
+from tests.conftest import REPO
+
+EXAMPLE = REPO / "jobs" / "chainer-mnist.yaml"
+
+
+def render(out: Path) -> int:
+    return main(["render", str(EXAMPLE), "--out", str(out)])
+
+
+def test_render_into_a_dangling_symlink_is_refused(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.symlink_to(tmp_path / "nowhere")
+    assert render(out) == 2
+    assert (
+        capsys.readouterr().err
+        == f"error: --out {out}: a symbolic link to nothing; give a directory\n"
+    )
+
+
+def test_render_into_a_file_is_refused(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.write_text("x", encoding="utf-8")
+    assert render(out) == 2
+    assert capsys.readouterr().err == f"error: --out {out}: exists and is not a directory\n"
+
+
+@pytest.fixture
+def read_only(tmp_path: Path) -> Iterator[Path]:
+    mount_point = tmp_path / "ro"
+    mount_point.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(mount_point)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    yield mount_point
+    subprocess.run(["umount", str(mount_point)], check=False)
+
+
+def test_render_onto_a_read_only_mount_fails_in_one_line(read_only, capsys):
+    out = read_only / "out"
+    assert render(out) == 1
+    assert capsys.readouterr().err == f"error: --out {out}: Read-only file system\n"
+
+
+def test_preview_onto_a_read_only_mount_fails_in_one_line(read_only, capsys):
+    out = read_only / "out"
+    code = main(["preview", "--stack", "chainer-mnist", "--project", str(REPO), "--out", str(out)])
+    assert code == 1
+    assert capsys.readouterr().err == f"error: --out {out}: Read-only file system\n"

@@ -1,0 +1,352 @@
+"""Faults during a local run: a SIGKILLed runtime is cleaned up after (by the next run or by
+``trainjobs clean``), a full disk ends in one clear line, log files that cannot be written
+leave the output flowing, bad run directories are refused in one line."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.cli import main
+from components.local import ledger
+from components.local.pods import LogSink
+from tests.conftest import REPO
+from tests.local.runs import Run, leaks, leaks_of, needs_open_mpi, needs_pod_network
+
+DISTRIBUTED = REPO / "jobs" / "chainermn-mnist.yaml"
+TRAINJOBS = [sys.executable, "-m", "components.cli"]
+
+
+def quick_job(path: Path, name: str = "quick") -> Path:
+    """A single pod that prints one line and ends."""
+    document = {
+        "apiVersion": "kubeflow.org/v1alpha1",
+        "kind": "ChainerJob",
+        "metadata": {"name": name},
+        "spec": {
+            "master": {
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {"image": "trainjobs/chainer:7.8.1", "command": ["echo", "done"]}
+                        ]
+                    }
+                }
+            }
+        },
+    }
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    return path
+
+
+def long_job(path: Path) -> Path:
+    document = yaml.safe_load(DISTRIBUTED.read_text(encoding="utf-8"))
+    document["metadata"]["name"] = "killed"
+    document["spec"]["master"]["template"]["spec"]["containers"][0]["command"] += [
+        "--epochs",
+        "100000",
+    ]
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    return path
+
+
+def sigkill_once_training(job: Path, run_dir: Path, *flags: str) -> None:
+    """Start `trainjobs run`, SIGKILL the runtime once the master trains, wait for it."""
+    process = subprocess.Popen(
+        [*TRAINJOBS, "run", str(job), "--run-dir", str(run_dir), *flags],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith("[killed-master] epoch 1/"):
+            process.kill()
+            break
+    process.wait()
+    process.stdout.close()
+
+
+@pytest.fixture
+def killed_run(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    """A distributed run whose runtime was SIGKILLed mid-training: its run dir and run id."""
+    run_dir = tmp_path / "killed"
+    sigkill_once_training(long_job(tmp_path / "long.yaml"), run_dir)
+    [record] = [p for p in ledger.state_directory().iterdir() if p.suffix == ".json"]
+    run_id = record.stem
+    # Everything is still there: processes, namespaces, links, /etc/netns entries.
+    left = leaks_of(run_dir, run_id)
+    assert any(item.startswith("process ") for item in left)
+    assert any(item.startswith("netns ") for item in left)
+    assert any(item.startswith("link ") for item in left)
+    assert any(item.startswith("/etc/netns/") for item in left)
+    assert not (run_dir / "summary.json").exists()
+    yield run_dir, run_id
+    subprocess.run([*TRAINJOBS, "clean"], cwd=REPO, capture_output=True, check=False)
+
+
+@needs_pod_network
+def test_trainjobs_clean_removes_what_a_killed_run_left_and_says_so(killed_run):
+    run_dir, run_id = killed_run
+    cleaned = subprocess.run(
+        [*TRAINJOBS, "clean"], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    assert cleaned.returncode == 0, cleaned.stderr
+    [line] = cleaned.stdout.splitlines()
+    prefix = f"run {run_id} of job killed (pid "
+    assert line.startswith(prefix)
+    removed = line.split("removed what it left: ", 1)[1].split(", ")
+    assert f"link tj-{run_id}" in removed
+    assert f"netns tj-{run_id}-killed-master" in removed
+    assert f"/etc/netns/tj-{run_id}-killed-master" in removed
+    assert any(item.startswith("process ") for item in removed)
+    assert leaks_of(run_dir, run_id) == []
+    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    assert (summary["outcome"], summary["reason"], summary["leftovers"]) == (
+        "Interrupted",
+        "Killed",
+        [],
+    )
+    again = subprocess.run([*TRAINJOBS, "clean"], cwd=REPO, capture_output=True, text=True)
+    assert again.stdout == "nothing to clean: no killed run left anything behind\n"
+
+
+@needs_pod_network
+def test_the_next_run_cleans_up_after_a_killed_run_first(killed_run, tmp_path):
+    run_dir, run_id = killed_run
+    following = Run(quick_job(tmp_path / "quick.yaml"), tmp_path / "next")
+    assert following.exit_code == 0
+    assert following.lines[0].startswith(
+        f"[trainjobs] run {run_id} of job killed (pid "
+    ) and following.lines[0].split(") ", 1)[1].startswith(
+        "ended without cleaning up (it was killed or crashed); removed what it left: process "
+    )
+    assert leaks_of(run_dir, run_id) == []
+    assert leaks(following) == []
+
+
+def test_clean_removes_the_temporary_files_a_killed_writer_left(tmp_path):
+    run_dir = tmp_path / "run"
+    (run_dir / "manifests").mkdir(parents=True)
+    half_written = [run_dir / ".pods.json.k2j3.tmp", run_dir / "manifests" / ".01-x.yaml.a1.tmp"]
+    for path in half_written:
+        path.write_text("{", encoding="utf-8")
+    (run_dir / "pods.json").write_text("{}", encoding="utf-8")
+    dead_owner = subprocess.Popen(["true"])
+    dead_owner.wait()
+    record = {
+        "runId": "0dead0",
+        "job": "demo",
+        "runDir": str(run_dir),
+        "owner": {"pid": dead_owner.pid, "starttime": "0"},
+        "created": [{"kind": "temporary-files", "directory": str(run_dir)}],
+    }
+    (ledger.state_directory() / "0dead0.json").write_text(json.dumps(record), encoding="utf-8")
+
+    [dead] = ledger.clean_dead_runs()
+
+    assert sorted(dead.removed) == sorted(f"temporary file {path}" for path in half_written)
+    assert sorted(p.name for p in run_dir.rglob("*")) == ["manifests", "pods.json"]
+    assert not (ledger.state_directory() / "0dead0.json").exists()
+
+
+def test_a_live_runs_record_is_left_alone(tmp_path):
+    record = {
+        "runId": "11ve11",
+        "job": "demo",
+        "runDir": str(tmp_path),
+        "owner": {"pid": os.getpid(), "starttime": None},
+        "created": [],
+    }
+    path = ledger.state_directory() / "11ve11.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    try:
+        assert ledger.clean_dead_runs() == []
+        assert path.exists()
+    finally:
+        path.unlink()
+
+
+def test_a_state_directory_of_this_user_is_made_private(tmp_path, monkeypatch):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv(ledger.STATE_ENV, str(shared))
+    assert main(["clean"]) == 0
+    assert oct(shared.stat().st_mode & 0o777) == "0o700"
+
+
+def test_a_state_directory_another_user_owns_is_refused(tmp_path, monkeypatch, capsys):
+    # Clean-up does what the records say: records someone else can write would steer it.
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give a directory to another user")
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, 65534, 65534)
+    monkeypatch.setenv(ledger.STATE_ENV, str(theirs))
+    assert main(["clean"]) == 1
+    assert capsys.readouterr().err == (
+        f"error: {theirs} (TRAINJOBS_STATE_DIR) may be written by other users; give a private "
+        "directory\n"
+    )
+
+
+@pytest.fixture
+def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 64 KiB tmpfs (root only)."""
+    mount_point = tmp_path / "tiny"
+    mount_point.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount_point)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    yield mount_point
+    subprocess.run(["umount", str(mount_point)], check=False)
+
+
+@needs_pod_network
+def test_a_run_on_a_64_kib_tmpfs_ends_with_a_clean_error(tiny_tmpfs):
+    run = Run(DISTRIBUTED, tiny_tmpfs / "run")
+    assert run.exit_code == 1
+    assert "Traceback" not in run.stderr + "\n".join(run.lines)
+    assert "[trainjobs] === chainermn-mnist: Failed (Error) ===" in run.lines
+    message = next(line for line in run.lines if line.startswith("[trainjobs] message:  "))
+    assert message.endswith(": No space left on device")
+    assert message.startswith(f"[trainjobs] message:  cannot write {tiny_tmpfs / 'run'}/")
+    assert leaks(run) == []
+
+
+def test_output_keeps_flowing_when_the_log_file_cannot_be_written(tiny_tmpfs):
+    stream = io.StringIO()
+    sink = LogSink(stream, tiny_tmpfs)
+    line = "x" * 1000
+    for _ in range(200):
+        sink.line("demo-master", line)
+    sink.line("demo-master", "last line")
+    sink.close()
+    shown = stream.getvalue().splitlines()
+    notices = [text for text in shown if text.startswith("[trainjobs]")]
+    assert notices == [
+        f"[trainjobs] {tiny_tmpfs}/demo-master.log: cannot write (No space left on device); the "
+        "output of pod demo-master continues here only"
+    ]
+    assert shown.count(f"[demo-master] {line}") == 200
+    assert shown[-1] == "[demo-master] last line"
+
+
+@pytest.mark.parametrize(
+    ("prepare", "expected", "code"),
+    [
+        (
+            lambda d: d.symlink_to(d.parent / "nowhere"),
+            "error: --run-dir {d}: a symbolic link to nothing; give a directory",
+            2,
+        ),
+        (
+            lambda d: d.write_text("x", encoding="utf-8"),
+            "error: --run-dir {d}: exists and is not a directory; give a new or empty directory",
+            2,
+        ),
+    ],
+    ids=["dangling-symlink", "a-file"],
+)
+def test_a_run_directory_that_cannot_be_one_is_refused_in_one_line(
+    tmp_path, capsys, prepare, expected, code
+):
+    run_dir = tmp_path / "run"
+    prepare(run_dir)
+    job = quick_job(tmp_path / "quick.yaml")
+    assert main(["run", str(job), "--run-dir", str(run_dir), "--network", "loopback"]) == code
+    assert capsys.readouterr().err == expected.format(d=run_dir) + "\n"
+
+
+def test_a_run_directory_on_a_read_only_mount_is_refused_in_one_line(tmp_path, capsys):
+    mount_point = tmp_path / "ro"
+    mount_point.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(mount_point)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        job = quick_job(tmp_path / "quick.yaml")
+        run_dir = mount_point / "run"
+        assert main(["run", str(job), "--run-dir", str(run_dir), "--network", "loopback"]) == 1
+        assert capsys.readouterr().err == f"error: --run-dir {run_dir}: Read-only file system\n"
+    finally:
+        subprocess.run(["umount", str(mount_point)], check=False)
+
+
+@needs_open_mpi
+def test_two_runs_started_together_get_their_own_run_directories(tmp_path):
+    job = quick_job(tmp_path / "quick.yaml")
+    command = [*TRAINJOBS, "run", str(job), "--network", "loopback"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    runs = [
+        subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outputs = [run.communicate()[0] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0]
+    directories = sorted(p.name for p in (tmp_path / "out" / "runs").iterdir())
+    assert len(directories) == 2
+    assert all((tmp_path / "out" / "runs" / d / "summary.json").is_file() for d in directories)
+    assert all("[quick-master] done" in output for output in outputs)
+
+
+def test_a_killed_runtime_not_yet_reaped_by_its_parent_counts_as_dead(tmp_path):
+    # After kill -9 the runtime is a zombie until its parent waits for it: its run is dead.
+    zombie = subprocess.Popen(["sleep", "60"])
+    zombie.kill()
+    time.sleep(0.2)
+    state = Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    assert state == "Z"
+    starttime = Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    record = {
+        "runId": "2omb1e",
+        "job": "demo",
+        "runDir": str(tmp_path),
+        "owner": {"pid": zombie.pid, "starttime": starttime},
+        "created": [],
+    }
+    (ledger.state_directory() / "2omb1e.json").write_text(json.dumps(record), encoding="utf-8")
+    try:
+        assert [dead.run_id for dead in ledger.clean_dead_runs()] == ["2omb1e"]
+    finally:
+        zombie.wait()
+
+
+@needs_pod_network
+def test_a_killed_ssh_runs_key_pair_and_its_copies_are_removed_by_the_clean_up(tmp_path):
+    if shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists():
+        pytest.skip("needs Debian's openssh-server (make system-deps)")
+    run_dir = tmp_path / "killed"
+    sigkill_once_training(long_job(tmp_path / "long.yaml"), run_dir, "--mpi-transport", "ssh")
+    keys = [run_dir / "ssh", *sorted(run_dir.glob("pods/*/volumes/trainjobs-ssh"))]
+    assert len(keys) >= 2 and all(path.is_dir() for path in keys)
+
+    cleaned = subprocess.run(
+        [*TRAINJOBS, "clean"], cwd=REPO, capture_output=True, text=True, check=False
+    )
+
+    assert cleaned.returncode == 0, cleaned.stderr
+    removed = cleaned.stdout.split("removed what it left: ", 1)[1].strip().split(", ")
+    assert {f"key directory {path}" for path in keys} <= set(removed)
+    assert [path for path in keys if path.exists()] == []
+    assert leaks_of(run_dir, json.loads((run_dir / "summary.json").read_text())["runId"]) == []
