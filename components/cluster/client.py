@@ -19,14 +19,18 @@ def _looks_like_path(kubeconfig: str) -> bool:
     return "\n" not in text and not text.startswith("{")
 
 
-def load_api_client(kubeconfig: str | None = None, context: str | None = None) -> ApiClient:
+def load_api_client(
+    kubeconfig: str | None = None, context: str | None = None, *, connections: int | None = None
+) -> ApiClient:
     """An API client found the way kubectl finds one.
 
     Order: the given kubeconfig (content or path), else ``$KUBECONFIG`` (which may list
     several files), else ``~/.kube/config``, else the in-cluster service account. The
     configuration is private to the returned client: watchers for different clusters in one
     process must not share the kubernetes package's global default. Refreshed tokens are
-    not written back into the user's kubeconfig.
+    not written back into the user's kubeconfig. ``connections`` sizes the connection pool
+    for a client that many threads share. A kubeconfig that cannot be read or understood is
+    a UserError naming it, never a traceback.
     """
     import yaml
     from kubernetes import client, config
@@ -59,6 +63,17 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None) -
                 )
     except config.ConfigException as error:
         raise UserError(f"cannot load Kubernetes credentials: {error}") from error
+    except (yaml.YAMLError, ValueError, TypeError, KeyError, AttributeError, OSError) as error:
+        # The kubernetes package reads a malformed kubeconfig with plain dict and list
+        # access, so its mistakes surface as these rather than as ConfigException.
+        source = "the given kubeconfig" if kubeconfig else "the kubeconfig"
+        detail = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise UserError(
+            f"{source} is not a valid kubeconfig ({type(error).__name__}: {detail}); check it "
+            "with `kubectl config view`"
+        ) from error
+    if connections is not None:
+        configuration.connection_pool_maxsize = connections
     return client.ApiClient(configuration)
 
 

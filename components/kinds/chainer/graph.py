@@ -148,11 +148,16 @@ def _rbac(graph: Graph, plan: ChainerJobPlan, config_map: Node, labels: dict[str
 
 
 def _role(plan: ChainerJobPlan, labels: dict[str, str]) -> Manifest:
-    """Exec into this job's worker pods, and read them; nothing else.
+    """Read this job's worker pods one by one and exec into them; nothing else.
 
-    Every rule names its pods in ``resourceNames``: an empty list would mean *all* pods.
-    ``pods/exec`` needs ``get`` as well as ``create``: kubectl 1.30+ execs over WebSocket,
-    an HTTP GET that API servers before 1.35 authorize as ``get``; 1.35+ require ``create``.
+    Exactly what the assets do: the cluster waiter's ``kubectl get pod NAME`` (a GET) and
+    ``kubectl exec`` from the waiter and the rsh agent. Every rule names its pods in
+    ``resourceNames`` (an empty list would mean *all* pods). No ``list``: RBAC matches
+    ``resourceNames`` against a list only when it selects one name (``fieldSelector
+    metadata.name=``), which nothing here sends (kubernetes ``RequestInfoFactory``), so it
+    would grant nothing the assets use. ``pods/exec`` needs ``get`` as well as ``create``:
+    kubectl 1.30+ execs over WebSocket, an HTTP GET that API servers before 1.35 authorize
+    as ``get``; 1.35+ require ``create``.
     """
     pods = sorted(plan.worker_pods)
     return {
@@ -163,7 +168,7 @@ def _role(plan: ChainerJobPlan, labels: dict[str, str]) -> Manifest:
             {
                 "apiGroups": [""],
                 "resources": ["pods"],
-                "verbs": ["get", "list"],
+                "verbs": ["get"],
                 "resourceNames": pods,
             },
             {
@@ -292,6 +297,11 @@ def _master_job(plan: ChainerJobPlan, options: GraphOptions, labels: dict[str, s
         pod["automountServiceAccountToken"] = True
         env += [
             {"name": "OMPI_MCA_plm_rsh_agent", "value": assets.KUBEXEC},
+            # Open MPI 4 starts the daemons of more than routed_radix (64) hosts through a
+            # tree: daemons it started launch the rest with the same rsh agent, from worker
+            # pods that have no agent, kubectl or token (orte/mca/plm/rsh/plm_rsh_module.c,
+            # remote_spawn). Every daemon is started from the master instead.
+            {"name": "OMPI_MCA_plm_rsh_no_tree_spawn", "value": "1"},
             {"name": "TRAINJOBS_KUBECTL", "value": assets.KUBECTL},
             *MPI_ENV,
         ]
