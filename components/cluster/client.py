@@ -35,10 +35,14 @@ def load_api_client(
     import yaml
     from kubernetes import client, config
 
+    from components.core import safe_yaml
+
     configuration = client.Configuration()
     try:
         if kubeconfig and not _looks_like_path(kubeconfig):
-            data = yaml.safe_load(kubeconfig)
+            # The stack's secret content gets the bounds every spec file gets.
+            documents = safe_yaml.load_all(kubeconfig)
+            data = documents[0] if len(documents) == 1 else None
             if not isinstance(data, dict):
                 raise UserError("kubeconfig: the given content is not a kubeconfig mapping")
             config.load_kube_config_from_dict(
@@ -63,6 +67,8 @@ def load_api_client(
                 )
     except config.ConfigException as error:
         raise UserError(f"cannot load Kubernetes credentials: {error}") from error
+    except safe_yaml.LimitExceeded as error:
+        raise UserError(f"the given kubeconfig is not a valid kubeconfig: {error}") from error
     except (yaml.YAMLError, ValueError, TypeError, KeyError, AttributeError, OSError) as error:
         # The kubernetes package reads a malformed kubeconfig with plain dict and list
         # access, so its mistakes surface as these rather than as ConfigException.

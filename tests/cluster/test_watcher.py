@@ -1330,3 +1330,16 @@ def test_the_fake_refuses_a_selector_it_does_not_understand(kube: FakeKube, api:
         client.BatchV1Api(api).list_namespaced_job(NS, label_selector="role in (a,b)")
 
     assert raised.value.status == 400
+
+
+def test_a_kubeconfig_given_as_content_is_read_within_the_spec_bounds():
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+
+    with pytest.raises(UserError) as raised:
+        load_api_client("\n".join(lines) + "\n")
+
+    assert str(raised.value) == (
+        "the given kubeconfig is not a valid kubeconfig: line 5: this value holds more than "
+        "100000 values once its aliases are expanded; a job spec may hold at most that many"
+    )
