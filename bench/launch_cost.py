@@ -12,9 +12,10 @@ the generated assets would make to a cluster's API server once the pods exist (t
 ``get`` and ``exec`` round trips, then one ``exec`` per worker daemon, each held open for the
 whole job on a cluster). The ssh transport makes none.
 
-The kubectl transport starts every daemon from the master (``plm_rsh_no_tree_spawn``):
-worker pods carry no kubectl and no token, so Open MPI cannot start daemons from them. The
-ssh transport keeps Open MPI's tree spawn (past 64 daemons, daemons start daemons).
+The kubectl transport starts every daemon from the master (``plm_rsh_no_tree_spawn``, which
+the master's environment sets): worker pods carry no kubectl and no token, so Open MPI
+cannot start daemons from them. The ssh transport keeps Open MPI's tree spawn (past 64
+daemons, daemons start daemons).
 
     .venv/bin/python bench/launch_cost.py [--trials 3] [--sizes 8 32 128] --out FILE
 """
@@ -53,10 +54,9 @@ class Trial:
     api_calls: dict[str, int] = field(default_factory=dict)
 
 
-def job_spec(pods: int, transport: str, program: Path) -> dict:
+def job_spec(pods: int, program: Path) -> dict:
+    """The same spec for both transports: `--mpi-transport` decides how daemons start."""
     command = ["mpiexec", "--allow-run-as-root", "-n", str(pods)]
-    if transport == "kubectl":
-        command += ["--mca", "plm_rsh_no_tree_spawn", "1"]
     return {
         "apiVersion": "kubeflow.org/v1alpha1",
         "kind": "ChainerJob",
@@ -119,7 +119,7 @@ def main() -> int:
             for pods in args.sizes:
                 for transport in TRANSPORTS:
                     spec = scratch / f"launch-{pods}-{transport}.yaml"
-                    spec.write_text(yaml.safe_dump(job_spec(pods, transport, program)))
+                    spec.write_text(yaml.safe_dump(job_spec(pods, program)))
                     run_dir = scratch / f"run-{pods}-{transport}-{trial}"
                     command = [trainjobs, "run", str(spec), "--run-dir", str(run_dir)]
                     result = timed(

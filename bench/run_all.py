@@ -38,6 +38,8 @@ BENCHMARKS = (
     Benchmark("graph cost", "graph_cost.py", ("--repeats", "5"), ("--repeats", "1")),
     Benchmark("program cost", "program_cost.py", ("--trials", "5"), ("--trials", "1")),
     Benchmark("watch latency", "watch_latency.py", ("--trials", "200"), ("--trials", "100")),
+    Benchmark("stack watch", "stack_watch.py", ("--trials", "5"), ("--trials", "1")),
+    Benchmark("MPI launch, 70 workers", "mpi_launch.py", ("--workers", "70"), ("--workers", "70")),
     Benchmark("local-run overhead", "local_overhead.py", ("--trials", "7"), ("--trials", "1")),
     Benchmark("ChainerMN throughput", "throughput.py", ("--trials", "3"), ("--trials", "1")),
     Benchmark(
@@ -63,9 +65,9 @@ PROFILING_NOTES = """\
   `trainjobs run`'s overhead; the diff command no longer imports the watcher module and the
   GPU pool's Pulumi component moved out of the scheduling module (`trainjobs --help`: 0.75 s
   -> 0.45 s).
-- Completion watchers: one more registered resource per job. Serialising the dynamic
-  provider is cheap (pickled by reference, ~0.04 ms); a watcher costs what the SDK charges
-  for registering any resource, as the per-resource column of the program-cost table shows.
+- Completion watcher: one registered resource per stack, whose inputs describe every job.
+  Serialising the dynamic provider is cheap (pickled by reference, ~0.04 ms); the watcher
+  costs what the SDK charges for registering any resource.
 """
 
 

@@ -18,9 +18,18 @@ from components.core.jobset import child_jobs
 from components.local.ledger import STATE_ENV
 
 REPO = Path(__file__).resolve().parent.parent
+MINIMUM_KUBERNETES = "1.30"
+"""The oldest Kubernetes trainjobs supports (README, "On a real cluster")."""
 # Kubernetes versions every manifest must validate against: the oldest we support and the
 # newest the installed schemas know.
-KUBERNETES_VERSIONS = ("1.30.0", kubernetes_validate.utils.latest_version())
+KUBERNETES_VERSIONS = (f"{MINIMUM_KUBERNETES}.0", kubernetes_validate.utils.latest_version())
+
+JOB_FIELDS_OFF_AT_MINIMUM = {
+    "successPolicy": "alpha and off in 1.30 (JobSuccessPolicy: beta, on, in 1.31; GA 1.33)",
+    "managedBy": "alpha and off in 1.30 (JobManagedBy: beta, on, in 1.32)",
+}
+"""batch/v1 Job fields the schema of the minimum version knows but whose feature gate is off
+by default there: the API server drops them, so no manifest may depend on them."""
 
 MINIMAL_JOB: dict[str, Any] = {
     "apiVersion": "kubeflow.org/v1alpha1",

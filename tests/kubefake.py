@@ -4,14 +4,26 @@ The real `kubernetes` client talks to it (`FakeKube.api_client()`, or a kubeconf
 `FakeKube.write_kubeconfig()`), so the watcher is tested through the same HTTP, chunked
 watch streams, JSON and model deserialization as against a cluster. It serves:
 
-- batch/v1 Jobs, core/v1 Pods, apps/v1 StatefulSets: get, list (fieldSelector
-  ``metadata.name=``, labelSelector of equality terms ``k=v``, ``k==v``, ``k!=v`` joined by
-  commas; anything else, e.g. set-based terms, is a 400) and watch (newline-delimited JSON
-  events ADDED/MODIFIED/DELETED/ERROR from a resourceVersion, with the same selectors), with
-  one global resourceVersion;
-- PATCH of Jobs (merge and strategic-merge patches, as the client sends for dicts);
+- batch/v1 Jobs, core/v1 Pods, Services, ConfigMaps and ServiceAccounts, apps/v1
+  StatefulSets, RBAC Roles and RoleBindings: get, list (fieldSelector ``metadata.name=``,
+  labelSelector of equality terms ``k=v``, ``k==v``, ``k!=v`` joined by commas; anything
+  else, e.g. set-based terms, is a 400) and watch (newline-delimited JSON events
+  ADDED/MODIFIED/DELETED/ERROR from a resourceVersion, with the same selectors), with one
+  global resourceVersion;
+- POST (create): ``409 AlreadyExists`` for a name that exists, also while that object is
+  being deleted (``object is being deleted: ...``, as the API server's registry says);
+- DELETE with ``propagationPolicy``: Foreground keeps the object (``deletionTimestamp``,
+  finalizer ``foregroundDeletion``) until the pods it owns are gone, Background removes it
+  at once and its pods after, Orphan leaves the pods;
+- PATCH (merge and strategic-merge patches, as the client sends for dicts), with the Job
+  fields Kubernetes' ``ValidateJobSpecUpdate`` keeps immutable refused (422);
 - the StatefulSet scale subresource (GET/PATCH ``.../statefulsets/NAME/scale``);
 - pod logs (GET ``.../pods/NAME/log`` with ``container``, ``tailLines``, ``previous``).
+
+With ``controllers=True`` it also runs what the watcher depends on of the Job controller:
+a created Job that is not suspended gets its pod; suspending a Job deletes its running pods
+(condition Suspended) and resuming starts a new one; pods being deleted take
+``pod_grace_seconds`` to go. `expire_ttl` plays the TTL-after-finished controller.
 
 Tests drive the cluster from the server side (`start_job`, `complete_job`, `fail_job`,
 `delete`...) and inject faults: `fail_next` (any status on the next matching requests,
@@ -51,8 +63,34 @@ RESOURCES: dict[str, tuple[str, str]] = {
     "jobs": ("batch/v1", "Job"),
     "pods": ("v1", "Pod"),
     "statefulsets": ("apps/v1", "StatefulSet"),
+    "services": ("v1", "Service"),
+    "configmaps": ("v1", "ConfigMap"),
+    "serviceaccounts": ("v1", "ServiceAccount"),
+    "roles": ("rbac.authorization.k8s.io/v1", "Role"),
+    "rolebindings": ("rbac.authorization.k8s.io/v1", "RoleBinding"),
 }
-_PREFIXES = {"api/v1": "v1", "apis/batch/v1": "batch/v1", "apis/apps/v1": "apps/v1"}
+_PREFIXES = {
+    "api/v1": "v1",
+    "apis/batch/v1": "batch/v1",
+    "apis/apps/v1": "apps/v1",
+    "apis/rbac.authorization.k8s.io/v1": "rbac.authorization.k8s.io/v1",
+}
+_GROUPS = {"jobs": "jobs.batch", "statefulsets": "statefulsets.apps"}
+"""The qualified resource the API server names in its messages (core resources: plain)."""
+
+JOB_IMMUTABLE = (
+    ("template",),
+    ("selector",),
+    ("completions",),
+    ("completionMode",),
+    ("podFailurePolicy",),
+    ("successPolicy",),
+    ("backoffLimitPerIndex",),
+    ("managedBy",),
+)
+"""Job spec fields an update may not change (kubernetes ``pkg/apis/batch/validation``
+``ValidateJobSpecUpdate``; ``completions`` may change only with ``parallelism`` for an
+elastic Indexed Job, which nothing here creates)."""
 
 
 def now_rfc3339() -> str:
@@ -202,10 +240,28 @@ class _State:
     compacted_rv: int = 0
 
 
+class ApiError(Exception):
+    """An API error the server answers with (a metav1.Status body)."""
+
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+
+
 class FakeKube:
     """The fake API server. Use as a context manager, or call `start` and `stop`."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, controllers: bool = False, pod_grace_seconds: float = 0.2) -> None:
+        self.controllers = controllers
+        """Run the Job controller's part the watcher depends on (see the module docstring)."""
+        self.pod_grace_seconds = pod_grace_seconds
+        """How long a pod being deleted takes to go (its containers stopping)."""
+        self.deletes: list[tuple[float, str, str, str | None]] = []
+        """(time.perf_counter(), resource, name, propagationPolicy) of each DELETE."""
+        self.creates: list[tuple[float, str, str]] = []
+        """(time.perf_counter(), resource, name) of each POST that created an object."""
         self._cond = threading.Condition()
         self._state = _State()
         self._rv = 1000
@@ -413,6 +469,7 @@ class FakeKube:
         reason: str | None = "CompletionsReached",
     ) -> Obj:
         """SuccessCriteriaMet then Complete (Kubernetes 1.31+ order), in one update."""
+        self._finish_pods(name, namespace, "Succeeded", 0)
         now = now_rfc3339()
         message = "Reached expected number of succeeded pods"
         complete = self._condition("Complete", reason, message, now)
@@ -436,6 +493,7 @@ class FakeKube:
         failed: int = 1,
     ) -> Obj:
         """FailureTarget then Failed with ``reason`` (BackoffLimitExceeded, DeadlineExceeded...)."""
+        self._finish_pods(name, namespace, "Failed", 1)
         now = now_rfc3339()
         return self.set_job_status(
             name,
@@ -553,6 +611,291 @@ class FakeKube:
     def replicas(self, name: str, namespace: str = "default") -> int:
         return int(self.get("statefulsets", name, namespace)["spec"]["replicas"])
 
+    # -- what clients do: create, delete, patch ----------------------------------------------
+
+    def create(self, resource: str, obj: Obj) -> Obj:
+        """Create an object as the API server does: defaults, uid, resourceVersion; 409
+        AlreadyExists (also while an object of that name is being deleted)."""
+        obj = copy.deepcopy(obj)
+        meta = obj.setdefault("metadata", {})
+        namespace = meta.setdefault("namespace", "default")
+        name = meta["name"]
+        with self._cond:
+            existing = self._state.objects.get((resource, namespace, name))
+            if existing is not None:
+                message = f'{_GROUPS.get(resource, resource)} "{name}" already exists'
+                if existing["metadata"].get("deletionTimestamp"):
+                    message = f"object is being deleted: {message}"
+                raise ApiError(409, "AlreadyExists", message)
+            uid = str(uuid.uuid4())
+            meta.update(
+                uid=uid,
+                resourceVersion="0",
+                generation=1,
+                creationTimestamp=now_rfc3339(),
+            )
+            api_version, kind = RESOURCES[resource]
+            obj.update(apiVersion=api_version, kind=kind)
+            if resource == "jobs":
+                _job_defaults(obj)
+            elif resource == "statefulsets":
+                replicas = obj["spec"].setdefault("replicas", 1)
+                obj["status"] = {
+                    "replicas": replicas,
+                    "readyReplicas": replicas,
+                    "availableReplicas": replicas,
+                }
+            created = self._put(resource, obj, "ADDED")
+            self.creates.append((time.perf_counter(), resource, name))
+            if resource == "jobs" and self.controllers and not obj["spec"].get("suspend"):
+                self._start_pod(obj)
+            return created
+
+    def request_delete(
+        self, resource: str, name: str, namespace: str = "default", policy: str | None = None
+    ) -> Obj:
+        """DELETE as the API server and the garbage collector do it. Foreground (the default
+        pulumi-kubernetes uses) keeps the object, marked, until the pods it owns are gone;
+        Background removes it now and its pods after; Orphan leaves its pods."""
+        with self._cond:
+            obj = self._state.objects.get((resource, namespace, name))
+            if obj is None:
+                raise ApiError(
+                    404, "NotFound", f'{_GROUPS.get(resource, resource)} "{name}" not found'
+                )
+            self.deletes.append((time.perf_counter(), resource, name, policy))
+            policy = policy or ("Background" if resource != "pods" else None)
+            dependents = self._owned_pods(obj["metadata"]["uid"], namespace)
+            if policy == "Foreground" and dependents:
+                if not obj["metadata"].get("deletionTimestamp"):
+                    obj["metadata"]["deletionTimestamp"] = now_rfc3339()
+                    obj["metadata"]["finalizers"] = ["foregroundDeletion"]
+                    self._put(resource, obj, "MODIFIED")
+                for pod in dependents:
+                    self._terminate(pod)
+                return copy.deepcopy(obj)
+            if resource == "pods":
+                self._terminate(obj)
+                return copy.deepcopy(obj)
+            self.delete(resource, name, namespace)
+            for pod in dependents:
+                if policy == "Orphan":
+                    pod["metadata"].pop("ownerReferences", None)
+                    self._put("pods", pod, "MODIFIED")
+                else:
+                    self._terminate(pod)
+            return obj
+
+    def patch_object(
+        self, resource: str, name: str, namespace: str, body: Obj, sub: str | None = None
+    ) -> Obj:
+        """A merge patch, refused (422) where it changes an immutable Job field."""
+        with self._cond:
+            obj = self._state.objects.get((resource, namespace, name))
+            if obj is None:
+                raise ApiError(
+                    404, "NotFound", f'{_GROUPS.get(resource, resource)} "{name}" not found'
+                )
+            if sub == "scale":
+                replicas = body.get("spec", {}).get("replicas")
+                obj["spec"]["replicas"] = replicas
+                # The StatefulSet controller follows at once in this fake.
+                for key in ("replicas", "readyReplicas", "availableReplicas"):
+                    obj["status"][key] = replicas
+                return self._put(resource, obj, "MODIFIED")
+            updated = merge_patch(copy.deepcopy(obj), body)
+            if resource == "jobs":
+                _check_job_update(name, obj, updated)
+            suspended = bool(obj["spec"].get("suspend")) if resource == "jobs" else False
+            self._state.objects[(resource, namespace, name)] = updated
+            result = self._put(resource, updated, "MODIFIED")
+            if resource == "jobs" and self.controllers:
+                now_suspended = bool(updated["spec"].get("suspend"))
+                if now_suspended and not suspended:
+                    result = self._suspend(updated)
+                elif suspended and not now_suspended:
+                    result = self._resume(updated)
+            return result
+
+    def expire_ttl(self) -> list[str]:
+        """What the TTL-after-finished controller does once every TTL has passed: delete
+        each finished Job that has ``ttlSecondsAfterFinished``, in the foreground. Returns
+        the names of the Jobs it deleted."""
+        with self._cond:
+            due = [
+                obj
+                for (resource, _, _), obj in self._state.objects.items()
+                if resource == "jobs"
+                and obj["spec"].get("ttlSecondsAfterFinished") is not None
+                and any(
+                    c["type"] in ("Complete", "Failed") and c["status"] == "True"
+                    for c in obj.get("status", {}).get("conditions") or []
+                )
+            ]
+            names = []
+            for job in due:
+                meta = job["metadata"]
+                self.request_delete("jobs", meta["name"], meta["namespace"], "Foreground")
+                names.append(meta["name"])
+            return names
+
+    def pods_of(self, job: str, namespace: str = "default") -> list[Obj]:
+        """The pods a Job owns (being deleted or not), oldest first."""
+        with self._cond:
+            owner = self._state.objects.get(("jobs", namespace, job))
+            uid = owner["metadata"]["uid"] if owner else None
+            return [
+                copy.deepcopy(pod) for pod in self._owned_pods(uid, namespace) if uid is not None
+            ]
+
+    def exists(self, resource: str, name: str, namespace: str = "default") -> bool:
+        with self._cond:
+            return (resource, namespace, name) in self._state.objects
+
+    def wait_until(self, check: Callable[[], bool], timeout: float = 5.0) -> None:
+        """Block until ``check()`` (called with the lock held) is true."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not check():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError("the fake did not reach the expected state")
+                self._cond.wait(min(remaining, 0.05))
+
+    # -- the Job controller (controllers=True) -------------------------------------------------
+
+    def _owned_pods(self, uid: str | None, namespace: str) -> list[Obj]:
+        return [
+            pod
+            for (resource, ns, _), pod in self._state.objects.items()
+            if resource == "pods"
+            and ns == namespace
+            and any(ref.get("uid") == uid for ref in pod["metadata"].get("ownerReferences") or [])
+        ]
+
+    def _start_pod(self, job: Obj) -> None:
+        """A pod for the Job, Running at once, labelled and owned as the controller does."""
+        meta, spec = job["metadata"], job["spec"]
+        template = spec["template"]
+        name = f"{meta['name']}-{uuid.uuid4().hex[:5]}"
+        containers = template["spec"]["containers"]
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                **self._metadata(name, meta["namespace"], str(uuid.uuid4()), None),
+                "labels": dict(template["metadata"]["labels"]),
+                "ownerReferences": [
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "name": meta["name"],
+                        "uid": meta["uid"],
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": {
+                "containers": [
+                    {"name": c["name"], "image": c.get("image", "registry.example/train:1")}
+                    for c in containers
+                ],
+                "initContainers": [],
+                "restartPolicy": template["spec"].get("restartPolicy", "Never"),
+                "nodeName": "node-1",
+            },
+            "status": {
+                "phase": "Running",
+                "containerStatuses": [running(c["name"]) for c in containers],
+                "startTime": now_rfc3339(),
+            },
+        }
+        self._put("pods", pod, "ADDED")
+        status = job.setdefault("status", {})
+        status.update(active=1, ready=1)
+        status.setdefault("startTime", now_rfc3339())
+        self._put("jobs", job, "MODIFIED")
+
+    def _finish_pods(self, job: str, namespace: str, phase: str, exit_code: int) -> None:
+        """With controllers: the Job's running pods end with ``phase``."""
+        if not self.controllers:
+            return
+        with self._cond:
+            owner = self._state.objects.get(("jobs", namespace, job))
+            if owner is None:
+                return
+            for pod in self._owned_pods(owner["metadata"]["uid"], namespace):
+                if pod["status"].get("phase") != "Running" or pod["metadata"].get(
+                    "deletionTimestamp"
+                ):
+                    continue
+                pod["status"]["phase"] = phase
+                pod["status"]["containerStatuses"] = [
+                    terminated(c["name"], exit_code, "Completed" if exit_code == 0 else "Error")
+                    for c in pod["spec"]["containers"]
+                ]
+                self._put("pods", pod, "MODIFIED")
+
+    def _suspend(self, job: Obj) -> Obj:
+        """The Job controller on suspension: its running pods deleted, condition Suspended,
+        active 0; startTime cleared so that a resumed Job counts its deadline anew."""
+        for pod in self._owned_pods(job["metadata"]["uid"], job["metadata"]["namespace"]):
+            if pod["status"].get("phase") in ("Pending", "Running"):
+                self._terminate(pod)
+        status = job.setdefault("status", {})
+        status.update(active=0, ready=0)
+        status.pop("startTime", None)
+        conditions = [c for c in status.get("conditions") or [] if c["type"] != "Suspended"]
+        conditions.append(
+            self._condition("Suspended", "JobSuspended", "Job suspended", now_rfc3339())
+        )
+        status["conditions"] = conditions
+        return self._put("jobs", job, "MODIFIED")
+
+    def _resume(self, job: Obj) -> Obj:
+        status = job.setdefault("status", {})
+        for condition in status.get("conditions") or []:
+            if condition["type"] == "Suspended":
+                condition.update(status="False", reason="JobResumed", message="Job resumed")
+        if any(
+            c["type"] in ("Complete", "Failed") and c["status"] == "True"
+            for c in status.get("conditions") or []
+        ):
+            return self._put("jobs", job, "MODIFIED")
+        self._start_pod(job)
+        return copy.deepcopy(job)
+
+    def _terminate(self, pod: Obj) -> None:
+        """Mark a pod deleted; it goes after the grace period, and a Job held by a
+        foreground deletion goes with its last pod."""
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp"):
+            return
+        meta["deletionTimestamp"] = now_rfc3339()
+        self._put("pods", pod, "MODIFIED")
+        timer = threading.Timer(
+            self.pod_grace_seconds, self._gone, args=(meta["namespace"], meta["name"])
+        )
+        timer.daemon = True
+        timer.start()
+
+    def _gone(self, namespace: str, name: str) -> None:
+        with self._cond:
+            pod = self._state.objects.get(("pods", namespace, name))
+            if pod is None:
+                return
+            self.delete("pods", name, namespace)
+            for ref in pod["metadata"].get("ownerReferences") or []:
+                owner = self._state.objects.get(("jobs", namespace, ref["name"]))
+                if (
+                    owner is not None
+                    and owner["metadata"]["uid"] == ref["uid"]
+                    and "foregroundDeletion" in (owner["metadata"].get("finalizers") or [])
+                    and not self._owned_pods(ref["uid"], namespace)
+                ):
+                    self.delete("jobs", ref["name"], namespace)
+
     # -- internals ---------------------------------------------------------------------------
 
     def _metadata(self, name: str, namespace: str, uid: str, labels: dict[str, str] | None) -> Obj:
@@ -613,6 +956,53 @@ class FakeKube:
                         self._faults.remove(fault)
                     return fault
         return None
+
+
+def _in_namespace(obj: Obj, namespace: str) -> Obj:
+    """A created object's namespace is the request path's."""
+    return {**obj, "metadata": {**(obj.get("metadata") or {}), "namespace": namespace}}
+
+
+def _job_defaults(job: Obj) -> None:
+    """What the API server adds to a created Job: the selector and pod labels keyed by its
+    uid, and the spec's defaults."""
+    meta, spec = job["metadata"], job.setdefault("spec", {})
+    uid = meta["uid"]
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("completions", 1)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("suspend", False)
+    spec.setdefault("manualSelector", False)
+    spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    template = spec.setdefault("template", {})
+    labels = template.setdefault("metadata", {}).setdefault("labels", {})
+    labels.update(
+        {
+            "batch.kubernetes.io/controller-uid": uid,
+            "batch.kubernetes.io/job-name": meta["name"],
+            "controller-uid": uid,
+            "job-name": meta["name"],
+        }
+    )
+    job["status"] = {"ready": 0, "terminating": 0, "uncountedTerminatedPods": {}}
+
+
+def _check_job_update(name: str, old: Obj, new: Obj) -> None:
+    for path in JOB_IMMUTABLE:
+        before, after = old["spec"], new["spec"]
+        for key in path:
+            before = before.get(key) if isinstance(before, dict) else None
+            after = after.get(key) if isinstance(after, dict) else None
+        if before != after:
+            field_path = "spec." + ".".join(path)
+            raise ApiError(
+                422,
+                "Invalid",
+                f'Job.batch "{name}" is invalid: {field_path}: Invalid value: '
+                f"{json.dumps(after, sort_keys=True)}: field is immutable",
+            )
 
 
 def _cut(connection: socket.socket) -> None:
@@ -697,6 +1087,12 @@ class _Handler(BaseHTTPRequestHandler):
     def do_PATCH(self) -> None:
         self._dispatch("PATCH")
 
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
     def _dispatch(self, method: str) -> None:
         fake = self.server.fake
         parts = urlsplit(self.path)
@@ -737,6 +1133,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._get(resource, namespace, name, sub)
         elif method == "PATCH" and name is not None:
             self._patch(resource, namespace, name, sub, body)
+        elif method == "POST" and name is None and isinstance(body, dict):
+            self._answer(201, lambda: fake.create(resource, _in_namespace(body, namespace)))
+        elif method == "DELETE" and name is not None and sub is None:
+            policy = (body or {}).get("propagationPolicy") if isinstance(body, dict) else None
+            policy = query.get("propagationPolicy", policy)
+            self._answer(200, lambda: fake.request_delete(resource, name, namespace, policy))
         else:
             self._json(405, status_body(405, "MethodNotAllowed", f"{method} {parts.path}"))
 
@@ -790,25 +1192,31 @@ class _Handler(BaseHTTPRequestHandler):
         if sub not in (None, "scale") or (sub == "scale" and resource != "statefulsets"):
             self._json(404, status_body(404, "NotFound", f"no subresource {sub}"))
             return
+        try:
+            updated = fake.patch_object(resource, name, namespace, body, sub)
+        except ApiError as error:
+            self._error(error, resource, name)
+            return
+        patch = Patch(time.perf_counter(), resource, namespace, name, sub, body)
         with fake._cond:
-            obj = fake._state.objects.get((resource, namespace, name))
-            if obj is None:
-                self._not_found(resource, name)
-                return
-            if sub == "scale":
-                replicas = body.get("spec", {}).get("replicas")
-                obj["spec"]["replicas"] = replicas
-                # The StatefulSet controller follows at once in this fake.
-                for key in ("replicas", "readyReplicas", "availableReplicas"):
-                    obj["status"][key] = replicas
-            else:
-                merge_patch(obj, body)
-            updated = fake._put(resource, obj, "MODIFIED")
-            patch = Patch(time.perf_counter(), resource, namespace, name, sub, body)
             fake.patches.append(patch)
         if fake.on_patch is not None:
             fake.on_patch(patch)
         self._json(200, _scale(updated) if sub == "scale" else updated)
+
+    def _answer(self, code: int, action: Callable[[], Obj]) -> None:
+        try:
+            result = action()
+        except ApiError as error:
+            self._json(error.code, status_body(error.code, error.reason, error.message))
+            return
+        self._json(code, result)
+
+    def _error(self, error: ApiError, resource: str, name: str) -> None:
+        if error.code == 404:
+            self._not_found(resource, name)
+        else:
+            self._json(error.code, status_body(error.code, error.reason, error.message))
 
     def _log(self, namespace: str, name: str, query: dict[str, str]) -> None:
         fake = self.server.fake

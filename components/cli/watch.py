@@ -1,34 +1,53 @@
-"""`trainjobs watch`: see a training job through from the command line."""
+"""`trainjobs watch` and `trainjobs status`: see training jobs through from the command line."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
+from typing import Any
 
-from components.cluster.client import load_api_client
+from components.cluster.errors import DEFAULT_RETRY, RetryPolicy
+from components.cluster.outcome import Outcome
 from components.cluster.scaling import WorkerRef
-from components.cluster.supervisor import run_watch
 from components.cluster.watch import JobWatchTimeout
 from components.core.durations import parse_duration
 from components.core.errors import UserError
 
 
+def _cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-n", "--namespace", default="default", metavar="NS")
+    parser.add_argument("--kubeconfig", metavar="FILE", help="instead of $KUBECONFIG")
+    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    parser.add_argument(
+        "--connect-timeout",
+        default="30s",
+        metavar="DURATION",
+        help="how long to keep trying an API server that does not answer before reporting "
+        "it unreachable (default 30s)",
+    )
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `trainjobs watch` to the command line."""
+    """Add `trainjobs watch` and `trainjobs status` to the command line."""
     parser = subparsers.add_parser(
         "watch",
-        help="wait for a training Job to finish, then scale its workers to 0",
+        help="see a training job through: start its run, wait for its end, stop its workers",
         description=(
-            "Watch a master Job until it completes, fails or is deleted, scale the given "
-            "workers to 0, and explain a failure (exit codes, the last log lines). With "
-            "--selector, a failure of any job/ worker also ends the job (and stops the "
-            "master). Exits 0 when the job succeeded, 1 when it failed, was deleted or is "
-            "still running at the timeout. Credentials are found as kubectl finds them."
+            "Watch a training job by its name (metadata.name of its spec), as the Pulumi "
+            "program's completion watcher does: its workloads are found by their "
+            "training.kubeflow.org/job-name label. The job's run starts if it has not "
+            "(a Job created suspended), and when it ends what is left running stops per its "
+            "cleanPodPolicy and a failure is explained (exit codes, the last log lines). "
+            "With --worker or --selector, NAME is a master Job instead and the given "
+            "workloads are stopped when it ends. Progress goes to stderr. Exits 0 when the "
+            "job succeeded, 1 when it failed, was deleted, is suspended, is still running at "
+            "the timeout or the cluster cannot be reached, 2 for a mistake in the command. "
+            "Credentials are found as kubectl finds them."
         ),
     )
-    parser.add_argument("name", metavar="NAME", help="the master Job (`kubectl get job NAME`)")
-    parser.add_argument("-n", "--namespace", default="default", metavar="NS")
+    parser.add_argument("name", metavar="NAME", help="the training job (or, with --worker, a Job)")
     parser.add_argument(
         "--timeout",
         default="24h",
@@ -39,56 +58,74 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="KIND/NAME",
-        help="a workload to scale to 0 when the job ends: statefulset/NAME or job/NAME "
-        "(repeatable)",
+        help="explicit form: a workload to stop when the Job NAME ends, statefulset/NAME or "
+        "job/NAME (repeatable)",
     )
     parser.add_argument(
         "--selector",
         metavar="LABELS",
-        help="labels of the master Job and its job/ workers, e.g. "
+        help="explicit form: labels of the Job NAME and its job/ workers, e.g. "
         "training.kubeflow.org/job-name=JOB: they are watched together, and a failed "
         "job/ worker fails the whole job at once (Kubeflow semantics)",
     )
-    parser.add_argument("--kubeconfig", metavar="FILE", help="instead of $KUBECONFIG")
-    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    _cluster_arguments(parser)
     parser.set_defaults(handler=watch_command)
+
+    status = subparsers.add_parser(
+        "status",
+        help="list the training jobs of a namespace with their phase",
+        description=(
+            "One line per training job trainjobs deployed in the namespace (or only JOB): "
+            "its kind, its phase (Pending, Running, Suspended, Succeeded, Failed, Missing) "
+            "by the same rules the watcher applies, and a detail. Exits 0, 1 when the "
+            "cluster cannot be reached, 2 for a name that matches no job."
+        ),
+    )
+    status.add_argument("name", nargs="?", metavar="JOB", help="only this training job")
+    status.add_argument("--json", action="store_true", help="print the jobs as JSON")
+    _cluster_arguments(status)
+    status.set_defaults(handler=status_command)
 
 
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _retry(args: argparse.Namespace, command: str) -> RetryPolicy:
+    seconds = parse_duration(
+        args.connect_timeout,
+        key="--connect-timeout",
+        fix=f"trainjobs {command} ... --connect-timeout 30s",
+    )
+    return dataclasses.replace(
+        DEFAULT_RETRY,
+        first_contact_seconds=seconds,
+        connect_timeout=min(DEFAULT_RETRY.connect_timeout, seconds),
+    )
+
+
 def watch_command(args: argparse.Namespace) -> int:
     """`trainjobs watch`: 0 if the job succeeded and its workers stopped, else 1."""
+    from components.cluster.client import load_api_client
+
     timeout = parse_duration(
         args.timeout, key="--timeout", fix=f"trainjobs watch {args.name} --timeout 24h"
     )
+    retry = _retry(args, "watch")
     workers = [WorkerRef.parse(text) for text in args.worker]
     if args.selector is not None and not args.selector.strip():
         raise UserError("--selector: expected labels such as training.kubeflow.org/job-name=JOB")
     selector = args.selector.strip() if args.selector else None
-    job_workers = [str(w) for w in workers if w.kind == "Job"]
-    if job_workers and selector is None:
-        _stderr(
-            f"note: without --selector, a failure of {', '.join(job_workers)} is only seen "
-            f"when {args.name} ends; add e.g. --selector training.kubeflow.org/job-name=JOB"
-        )
     api = load_api_client(args.kubeconfig, args.context)
     resume = (
         f"run `trainjobs watch {args.name} --namespace {args.namespace}` again to keep watching"
     )
     try:
-        outcome = run_watch(
-            api,
-            args.namespace,
-            args.name,
-            workers,
-            selector=selector,
-            timeout_seconds=timeout,
-            report=_stderr,
-            resume_hint=resume,
-        )
+        if workers or selector is not None:
+            outcome = _watch_explicit(args, api, workers, selector, timeout, retry, resume)
+        else:
+            outcome = _watch_by_name(args, api, timeout, retry, resume)
     except JobWatchTimeout as timed_out:
         if args.json:
             print(json.dumps(timed_out.to_json(), indent=2))
@@ -105,3 +142,97 @@ def watch_command(args: argparse.Namespace) -> int:
     else:
         print(f"error: {outcome.describe()}", file=sys.stderr)
     return 0 if ok else 1
+
+
+def _watch_explicit(
+    args: argparse.Namespace,
+    api: Any,
+    workers: list[WorkerRef],
+    selector: str | None,
+    timeout: float,
+    retry: RetryPolicy,
+    resume: str,
+) -> Outcome:
+    from components.cluster.supervisor import run_watch
+
+    job_workers = [str(w) for w in workers if w.kind == "Job"]
+    if job_workers and selector is None:
+        _stderr(
+            f"note: without --selector, a failure of {', '.join(job_workers)} is only seen "
+            f"when {args.name} ends; add e.g. --selector training.kubeflow.org/job-name=JOB"
+        )
+    return run_watch(
+        api,
+        args.namespace,
+        args.name,
+        workers,
+        selector=selector,
+        timeout_seconds=timeout,
+        report=_stderr,
+        resume_hint=resume,
+        retry=retry,
+    )
+
+
+def _watch_by_name(
+    args: argparse.Namespace, api: Any, timeout: float, retry: RetryPolicy, resume: str
+) -> Outcome:
+    """The training job called NAME; else a Job called NAME (the explicit form without
+    workers, as `trainjobs watch MASTER` always worked); else an error naming the jobs."""
+    from components.cluster.discovery import find_target, job_exists, list_targets, unknown_job
+    from components.cluster.supervisor import WatchOptions, run_watch, see_through
+
+    target = find_target(api, args.namespace, args.name, retry=retry)
+    if target is not None:
+        _stderr(
+            f"watching {target.kind} {target.key}: "
+            f"{len(target.jobs)} Job(s), {len(target.workers)} worker workload(s), "
+            f"cleanPodPolicy {target.clean_pod_policy}"
+        )
+        options = WatchOptions(
+            timeout_seconds=timeout, report=_stderr, resume_hint=resume, retry=retry
+        )
+        return see_through(api, target, options=options)
+    if job_exists(api, args.namespace, args.name, retry=retry):
+        return run_watch(
+            api,
+            args.namespace,
+            args.name,
+            timeout_seconds=timeout,
+            report=_stderr,
+            resume_hint=resume,
+            retry=retry,
+        )
+    raise unknown_job(args.name, args.namespace, list_targets(api, args.namespace, retry=retry))
+
+
+def status_command(args: argparse.Namespace) -> int:
+    """`trainjobs status [JOB]`: one line per training job with its phase."""
+    from components.cluster.client import load_api_client
+    from components.cluster.discovery import job_state, list_targets, unknown_job
+
+    retry = _retry(args, "status")
+    api = load_api_client(args.kubeconfig, args.context)
+    try:
+        targets = list_targets(api, args.namespace, retry=retry)
+        if args.name is not None:
+            chosen = [target for target in targets if target.name == args.name]
+            if not chosen:
+                raise unknown_job(args.name, args.namespace, targets)
+            targets = chosen
+        states = [job_state(api, target, retry=retry) for target in targets]
+    finally:
+        api.close()
+    if args.json:
+        print(json.dumps([dataclasses.asdict(state) for state in states], indent=2))
+        return 0
+    if not states:
+        print(f"no training jobs in namespace {args.namespace}")
+        return 0
+    rows = [("JOB", "KIND", "PHASE", "DETAIL")]
+    rows += [(s.name, s.kind, s.phase, s.detail) for s in states]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for name, kind, phase, detail in rows:
+        cells = (name.ljust(widths[0]), kind.ljust(widths[1]), phase.ljust(widths[2]), detail)
+        print("  ".join(cells))
+    return 0

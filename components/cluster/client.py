@@ -19,22 +19,30 @@ def _looks_like_path(kubeconfig: str) -> bool:
     return "\n" not in text and not text.startswith("{")
 
 
-def load_api_client(kubeconfig: str | None = None, context: str | None = None) -> ApiClient:
+def load_api_client(
+    kubeconfig: str | None = None, context: str | None = None, *, connections: int | None = None
+) -> ApiClient:
     """An API client found the way kubectl finds one.
 
     Order: the given kubeconfig (content or path), else ``$KUBECONFIG`` (which may list
     several files), else ``~/.kube/config``, else the in-cluster service account. The
     configuration is private to the returned client: watchers for different clusters in one
     process must not share the kubernetes package's global default. Refreshed tokens are
-    not written back into the user's kubeconfig.
+    not written back into the user's kubeconfig. ``connections`` sizes the connection pool
+    for a client that many threads share. A kubeconfig that cannot be read or understood is
+    a UserError naming it, never a traceback.
     """
     import yaml
     from kubernetes import client, config
 
+    from components.core import safe_yaml
+
     configuration = client.Configuration()
     try:
         if kubeconfig and not _looks_like_path(kubeconfig):
-            data = yaml.safe_load(kubeconfig)
+            # The stack's secret content gets the bounds every spec file gets.
+            documents = safe_yaml.load_all(kubeconfig)
+            data = documents[0] if len(documents) == 1 else None
             if not isinstance(data, dict):
                 raise UserError("kubeconfig: the given content is not a kubeconfig mapping")
             config.load_kube_config_from_dict(
@@ -59,6 +67,19 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None) -
                 )
     except config.ConfigException as error:
         raise UserError(f"cannot load Kubernetes credentials: {error}") from error
+    except safe_yaml.LimitExceeded as error:
+        raise UserError(f"the given kubeconfig is not a valid kubeconfig: {error}") from error
+    except (yaml.YAMLError, ValueError, TypeError, KeyError, AttributeError, OSError) as error:
+        # The kubernetes package reads a malformed kubeconfig with plain dict and list
+        # access, so its mistakes surface as these rather than as ConfigException.
+        source = "the given kubeconfig" if kubeconfig else "the kubeconfig"
+        detail = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise UserError(
+            f"{source} is not a valid kubeconfig ({type(error).__name__}: {detail}); check it "
+            "with `kubectl config view`"
+        ) from error
+    if connections is not None:
+        configuration.connection_pool_maxsize = connections
     return client.ApiClient(configuration)
 
 

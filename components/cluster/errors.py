@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import http.client
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
+from typing import TYPE_CHECKING, TypeVar
 
 from components.cluster.diagnosis import describe_error
+from components.core.durations import format_duration
 from components.core.errors import UserError
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+T = TypeVar("T")
 
 
 class ClusterAccessError(UserError):
@@ -28,10 +37,33 @@ class RetryPolicy:
     """Read timeout of list, patch and log requests (a half-open connection must not hang)."""
     scale_attempts: int = 6
     """Tries per worker before scale-down is reported as failed."""
+    first_contact_seconds: float = 30.0
+    """How long a watch retries an API server that has not answered once: a wrong address
+    or a cluster that is down is reported then, not after the watch's whole timeout."""
+    unreachable_seconds: float = 600.0
+    """How long a watch retries an API server that answered before and now fails every
+    request (a control plane upgrade takes minutes), before reporting it unreachable."""
 
 
 DEFAULT_RETRY = RetryPolicy()
 """The policy everything uses unless a caller (a test, a benchmark) passes its own."""
+
+
+class ClusterUnreachable(ClusterAccessError):
+    """Every request to the API server failed for longer than the retry policy allows: the
+    job's state is unknown, which is not the same as a job that is still running."""
+
+    def __init__(self, url: str, seconds: float, last_error: str, connected: bool) -> None:
+        self.url = url
+        self.seconds = seconds
+        self.last_error = last_error
+        since = "stopped answering" if connected else "could not be reached"
+        super().__init__(
+            f"the Kubernetes API at {url} {since} for {format_duration(seconds)} (last error: "
+            f"{last_error}); "
+            "the job's state is unknown: check the cluster address and the network, then watch "
+            "again"
+        )
 
 
 def is_transient(error: BaseException) -> bool:
@@ -63,9 +95,49 @@ def access_error(error: BaseException, action: str, namespace: str) -> ClusterAc
         hint = "; check the credentials in the kubeconfig"
     elif status == HTTPStatus.FORBIDDEN:
         hint = (
-            f"; the kubeconfig's identity needs, in namespace {namespace}: get/list/watch on "
-            "jobs, list on pods, get on pods/log, patch on statefulsets/scale and jobs"
+            f"; the kubeconfig's identity needs, in namespace {namespace}: get/list/watch and "
+            "patch on jobs, list and delete on pods, get on pods/log, patch on "
+            "statefulsets/scale, list, get and patch on services and configmaps"
         )
     return ClusterAccessError(
         f"the Kubernetes API refused to {action} ({describe_error(error)}){hint}"
     )
+
+
+def call_with_retries(
+    api: ApiClient,
+    action: str,
+    namespace: str,
+    request: Callable[[], T],
+    retry: RetryPolicy,
+    *,
+    missing_ok: bool = False,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T | None:
+    """One API request, retried while it fails transiently for up to the first-contact
+    limit, then :class:`ClusterUnreachable`; refusals (401, 403...) are access errors.
+    ``missing_ok``: None for a 404."""
+    from kubernetes.client.exceptions import ApiException
+
+    started = time.monotonic()
+    backoff = retry.initial_backoff
+    while True:
+        try:
+            return request()
+        except ApiException as error:
+            if missing_ok and error.status == HTTPStatus.NOT_FOUND:
+                return None
+            if not is_transient(error):
+                raise access_error(error, action, namespace) from error
+            last: BaseException = error
+        except Exception as error:
+            if not is_transient(error):
+                raise
+            last = error
+        waited = time.monotonic() - started
+        if waited >= retry.first_contact_seconds:
+            raise ClusterUnreachable(
+                str(api.configuration.host), waited, describe_error(last), connected=False
+            ) from last
+        sleep(min(backoff, retry.first_contact_seconds - waited))
+        backoff = min(backoff * 2, retry.max_backoff)

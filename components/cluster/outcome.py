@@ -20,6 +20,9 @@ class Outcome:
     status: JobStatus
     workers: tuple[ScaleResult, ...] = ()
     diagnosis: Diagnosis | None = None
+    notes: tuple[str, ...] = ()
+    """What else a person should know: pods a cleanPodPolicy left running, a run that had
+    already ended, a record or TTL that could not be written."""
 
     @property
     def succeeded(self) -> bool:
@@ -35,6 +38,7 @@ class Outcome:
             **self.status.to_outputs(),
             "workers_scaled_down": self.workers_scaled_down,
             "diagnosis": self.diagnosis.to_dict() if self.diagnosis is not None else None,
+            "notes": list(self.notes),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -56,7 +60,7 @@ class Outcome:
             verb = "in" if self.succeeded else "after"
             head += f" {verb} {format_duration(status.duration_seconds)}"
         head += f"; {status.succeeded} succeeded, {status.failed} failed pod(s)"
-        lines = [head, self._workers_line()]
+        lines = [head, self._workers_line(), *self.notes]
         if self.diagnosis is not None:
             rendered = self.diagnosis.render()
             if rendered:
@@ -65,12 +69,12 @@ class Outcome:
 
     def _workers_line(self) -> str:
         if not self.workers:
-            return "no workers to scale down"
+            return "no workers to stop"
         done = [str(r.worker) for r in self.workers if r.scaled_down]
         stuck = [f"{r.worker} ({r.detail})" for r in self.workers if not r.scaled_down]
         parts = []
         if done:
-            parts.append("workers scaled to 0: " + ", ".join(done))
+            parts.append("workers stopped: " + ", ".join(done))
         if stuck:
-            parts.append("workers NOT scaled to 0: " + ", ".join(stuck))
+            parts.append("workers NOT stopped: " + ", ".join(stuck))
         return "; ".join(parts)

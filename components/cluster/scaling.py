@@ -1,4 +1,7 @@
-"""Stopping a job's workers when it ends, and restoring them when a new run starts."""
+"""Stopping a job's workloads when it ends and restoring them when a new run starts.
+
+Also the removal of the pods a cleanPodPolicy of All leaves no reason to keep.
+"""
 
 from __future__ import annotations
 
@@ -36,14 +39,15 @@ _KIND_ALIASES: dict[str, WorkerKind] = {
 class WorkerRef:
     """A workload that only serves the master and must stop when the master Job ends.
 
-    StatefulSet workers are scaled to 0 through the scale subresource. Job workers (the
-    Indexed Jobs later job types use) get ``spec.parallelism: 0``: the Job controller then
-    removes their pods but keeps the Job, its status and the finished pods' logs.
+    StatefulSet workers are scaled to 0 through the scale subresource. Jobs are suspended
+    (``spec.suspend: true``, Kubernetes' Job suspension): the Job controller deletes their
+    running pods but keeps the Job, its status and the finished pods' logs, and resuming
+    the Job starts its pods again.
 
-    ``replicas`` is the declared size. The watcher owns the size once the workload exists:
-    pulumi-kubernetes ignores it (ignore_changes), so that a refresh never revives workers
-    the watcher stopped; in exchange the watcher restores it when a new run starts (a
-    replaced master Job would otherwise wait for workers still at 0).
+    ``replicas`` is a StatefulSet's declared size. The watcher owns that size and every
+    Job's ``spec.suspend`` once the workload exists: pulumi-kubernetes ignores them
+    (ignore_changes), so that a refresh never revives workers the watcher stopped; in
+    exchange the watcher restores them when a new run starts.
     """
 
     kind: WorkerKind
@@ -103,7 +107,8 @@ def scale_down_workers(
     report: Reporter = quiet,
     sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[ScaleResult, ...]:
-    """Set every worker to 0 pods, retrying transient errors; never raises.
+    """Stop every worker (a StatefulSet at 0 replicas, a Job suspended), retrying transient
+    errors; never raises.
 
     A worker that no longer exists (404) counts as scaled down: nothing of it runs. The
     patches are idempotent, so a second watcher (a resumed `pulumi up`) can repeat them.
@@ -120,12 +125,18 @@ def restore_workers(
     report: Reporter = quiet,
     sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[ScaleResult, ...]:
-    """Set every worker with a declared size back to it, at the start of a run.
+    """Start every worker again at the start of a run: a StatefulSet back to its declared
+    size (if it has one), a Job resumed.
 
     Idempotent: a fresh workload is already at its size, and the patch changes nothing.
     """
-    sized = [(w, w.replicas) for w in workers if w.replicas is not None]
-    return _scale_all(api, namespace, sized, retry, report, sleep)
+    targets: list[tuple[WorkerRef, int]] = []
+    for worker in workers:
+        if worker.kind == "Job":
+            targets.append((worker, 1))
+        elif worker.replicas is not None:
+            targets.append((worker, worker.replicas))
+    return _scale_all(api, namespace, targets, retry, report, sleep)
 
 
 def _scale_all(
@@ -171,7 +182,7 @@ def _scale(
                 client.BatchV1Api(api).patch_namespaced_job(
                     worker.name,
                     namespace,
-                    {"spec": {"parallelism": count}},
+                    {"spec": {"suspend": count == 0}},
                     _request_timeout=timeout,
                 )
         except ApiException as error:
@@ -186,8 +197,51 @@ def _scale(
                 raise
             last_error = error
         else:
-            return ScaleResult(worker, True, f"scaled to {count}")
+            return ScaleResult(worker, True, _done(worker, count))
     assert last_error is not None
     return ScaleResult(
         worker, False, f"{describe_error(last_error)} after {retry.scale_attempts} attempts"
     )
+
+
+def _done(worker: WorkerRef, count: int) -> str:
+    if worker.kind == "Job":
+        return "suspended" if count == 0 else "resumed"
+    return f"scaled to {count}"
+
+
+def delete_pods(
+    api: ApiClient,
+    namespace: str,
+    selector: str,
+    *,
+    retry: RetryPolicy = DEFAULT_RETRY,
+    report: Reporter = quiet,
+) -> tuple[str, ...]:
+    """Delete every pod the label selector matches (cleanPodPolicy All: the finished ones
+    too, as training-operator's ``DeletePodsAndServices`` does once a job has finished).
+    Returns the names of the pods deleted; failures are reported, never raised: the job's
+    outcome is already known."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    timeout = (retry.connect_timeout, retry.request_timeout)
+    try:
+        pods = core.list_namespaced_pod(
+            namespace, label_selector=selector, _request_timeout=timeout
+        ).items
+    except Exception as error:
+        report(f"could not list the pods to remove ({describe_error(error)})")
+        return ()
+    deleted = []
+    for pod in pods:
+        name = pod.metadata.name
+        try:
+            core.delete_namespaced_pod(name, namespace, _request_timeout=timeout)
+        except Exception as error:
+            report(f"pod {namespace}/{name}: not removed ({describe_error(error)})")
+            continue
+        deleted.append(name)
+    if deleted:
+        report(f"cleanPodPolicy All: removed pod(s) {', '.join(deleted)}")
+    return tuple(deleted)

@@ -25,7 +25,15 @@ TERMINAL_PHASES = frozenset({SUCCEEDED, FAILED, DELETED})
 
 
 WORKER_FAILED = "WorkerFailed"
-"""The reason of a job that failed because one of its worker Jobs failed."""
+"""The reason of a job that failed because a Job other than its master Job failed."""
+
+
+SUSPENDED = "Suspended"
+
+
+PERMANENT_FAILURE = "PodFailurePolicy"
+"""The Failed reason of a Job whose podFailurePolicy failed it at once: Kubeflow's
+``ExitCode`` policy met an exit code 1-127."""
 
 
 def _timestamp(value: datetime | None) -> str | None:
@@ -58,8 +66,9 @@ class JobStatus:
     failed: int = 0
     uid: str | None = None
     failed_worker: str | None = None
-    """The worker Job whose failure ended the job (reason ``WorkerFailed``), else None. The
-    counts and times are still the master Job's; the end time is the worker's failure."""
+    """The Job other than the master whose failure ended the job (reason ``WorkerFailed``),
+    else None. The counts and times are still the master Job's; the end time is that Job's
+    failure."""
 
     @property
     def terminal(self) -> bool:

@@ -1,34 +1,30 @@
-"""The watch loop: follow a training Job (and its worker Jobs) until it ends.
+"""The watch loop: follow a training job's Jobs until the job ends.
 
 The seed design's operator did this in a control loop; here it is one blocking call,
-:func:`watch_job`, which :mod:`components.cluster.supervisor` runs for both the Pulumi dynamic
+:func:`watch_job`, which :mod:`components.cluster.supervisor` runs for the Pulumi dynamic
 resource and the `trainjobs watch` command.
 
 How the watch works, and the Kubernetes behaviour each step handles:
 
-- List the one Job (field selector ``metadata.name=NAME``), then watch from the list's
+- List the master Job (field selector ``metadata.name=NAME``), then watch from the list's
   resourceVersion. A Job that already finished while nobody watched is seen by the list.
-- With worker Jobs (TFJob/PyTorchJob replicas) and a label selector that matches all of the
-  job's Jobs, the list and the watch use that selector instead: the master Job and the
-  worker Jobs arrive in one stream, with the same list/watch discipline. A worker Job that
-  fails (Failed=True: PodFailurePolicy, BackoffLimitExceeded...) fails the whole job at
-  once, as in Kubeflow: the master would otherwise wait for that worker until its deadline.
-  The outcome is Failed with reason ``WorkerFailed``, the master Job is stopped too
-  (``spec.parallelism: 0``) and the diagnosis reads the failed worker's pods. A worker Job
-  that completes is not terminal (workers may finish before the chief). Without worker
-  Jobs (ChainerJob) the selector is ignored and only the master Job is watched.
+- When other Jobs decide the job too (a TFJob's or PyTorchJob's Job per replica index) and
+  a label selector matches all of the job's Jobs, the list and the watch use that selector
+  instead: every Job arrives in one stream, with the same list/watch discipline, and
+  :func:`components.cluster.rules.decide` applies Kubeflow's rules to their states (a
+  failed worker fails the job at once, reason ``WorkerFailed``; an elastic job goes on
+  without a lost node). Without a selector only the master Job is watched.
 - Any end of a watch stream (dropped connection, read timeout, 5xx, ``410 Gone``, the
-  server closing it) leads back to a fresh list. The Job's conditions are level state, so
-  re-listing can never lose the terminal transition, however many events were missed.
+  server closing it) leads back to a fresh list. The Jobs' conditions are level state, so
+  re-listing can never lose a terminal transition, however many events were missed.
   ``410 Gone`` means the resourceVersion is older than the server's watch history: only a
   new list gives a usable one.
-- Terminal outcomes: condition ``Complete=True`` (Succeeded), ``Failed=True`` with any reason
-  (BackoffLimitExceeded, DeadlineExceeded, PodFailurePolicy...), and the Job disappearing
-  or being replaced by another Job of the same name (Deleted), and a failed worker Job (see
-  above). The supervisor then scales the workers to 0 in every case: a failed launcher
-  must not leave GPU workers idling.
+- Terminal outcomes: the rules' Succeeded or Failed (``Complete=True``, ``Failed=True``
+  with any reason: BackoffLimitExceeded, DeadlineExceeded, PodFailurePolicy...), and the
+  master Job disappearing or being replaced by another Job of the same name (Deleted).
 - The watcher has its own deadline (Python dynamic providers ignore Pulumi's
-  customTimeouts). On timeout the workers are left running and the Job is untouched.
+  customTimeouts), and tells an API server it cannot reach (:class:`ClusterUnreachable`)
+  from a job that is still running (:class:`JobWatchTimeout`).
 
 Kubernetes client imports stay inside functions: `trainjobs --help` stays fast, and the
 Pulumi dynamic provider that uses this module pickles cleanly.
@@ -39,20 +35,22 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from components.cluster.diagnosis import describe_error
 from components.cluster.errors import (
     DEFAULT_RETRY,
+    ClusterUnreachable,
     RetryPolicy,
     access_error,
     is_read_timeout,
     is_transient,
 )
 from components.cluster.progress import PROGRESS_INTERVAL_SECONDS, Progress, Reporter, quiet
-from components.cluster.status import FAILED, SUCCEEDED, WORKER_FAILED, JobStatus
+from components.cluster.rules import CompletionRules, decide
+from components.cluster.status import SUCCEEDED, JobStatus
 from components.core.durations import format_duration
 from components.core.errors import UserError
 
@@ -70,15 +68,11 @@ _SERVER_WATCH_GRACE_SECONDS = 5
 _MIN_WINDOW_SECONDS = 0.05
 
 
-# ---------------------------------------------------------------------------------------------
-# Errors
-
-
 class JobWatchTimeout(Exception):
-    """The watcher's own deadline passed while the Job was still running.
+    """The watcher's own deadline passed while the job was still running.
 
     Nothing is scaled down: the job may be fine and merely long. Watching again (a new
-    `pulumi up`, or the same `trainjobs watch`) picks the Job up where it is.
+    `pulumi up`, or the same `trainjobs watch`) picks the job up where it is.
     """
 
     def __init__(
@@ -110,26 +104,6 @@ class JobWatchTimeout(Exception):
             "timed_out": True,
             "error": str(self),
         }
-
-
-# ---------------------------------------------------------------------------------------------
-# Inputs
-
-
-# ---------------------------------------------------------------------------------------------
-# Results
-
-
-# ---------------------------------------------------------------------------------------------
-# Durations
-
-
-# ---------------------------------------------------------------------------------------------
-# Connecting
-
-
-# ---------------------------------------------------------------------------------------------
-# Watching
 
 
 def read_job(
@@ -168,28 +142,23 @@ def jobs_by_name(jobs: Iterable[V1Job]) -> dict[str, V1Job]:
     return {job.metadata.name: job for job in jobs}
 
 
-def failed_worker_job(jobs: Mapping[str, V1Job], worker_jobs: Iterable[str]) -> str | None:
-    """The first worker Job (in name order) that has failed, if any."""
-    for name in sorted(worker_jobs):
-        job = jobs.get(name)
-        if job is not None and JobStatus.from_job(job).phase == FAILED:
-            return name
-    return None
+def job_statuses(jobs: Mapping[str, V1Job], names: Iterable[str]) -> dict[str, JobStatus]:
+    """The status of each of ``names`` that exists."""
+    return {name: JobStatus.from_job(jobs[name]) for name in names if name in jobs}
 
 
 class _JobWatch:
-    """One watch of one Job (and of its worker Jobs, through a label selector): list, watch,
-    and back to list whenever the stream ends."""
+    """One watch of a training job's Jobs: list, watch, and back to list whenever the
+    stream ends. The master Job alone, or every Job the rules name through a selector."""
 
     def __init__(
         self,
         api: ApiClient,
         namespace: str,
-        job_name: str,
+        rules: CompletionRules,
         *,
         job_uid: str | None,
         selector: str | None,
-        worker_jobs: Collection[str],
         timeout_seconds: float,
         report: Reporter,
         resume_hint: str,
@@ -203,37 +172,34 @@ class _JobWatch:
         self.api = api
         self.batch = client.BatchV1Api(api)
         self.namespace = namespace
-        self.job_name = job_name
+        self.job_name = rules.master
         self.job_uid = job_uid
-        self.worker_jobs = frozenset(worker_jobs) - {job_name}
-        # Only worker Jobs need the wider stream: without them, watch the one Job as ever.
-        self.selector = selector if self.worker_jobs else None
-        self.workers_done: set[str] = set()
+        # Without a selector only the master Job can be watched, and only it decides.
+        self.rules = rules if selector is not None else CompletionRules(rules.master)
+        self.selector = selector if self.rules.others else None
+        self.jobs: dict[str, V1Job] = {}
+        self.reported: set[str] = set()
         self.timeout_seconds = timeout_seconds
         self.report = report
         self.resume_hint = resume_hint
         self.retry = retry
         self.clock = clock
         self.sleep = sleep
-        self.label = f"{namespace}/{job_name}"
+        self.label = f"{namespace}/{self.job_name}"
         self.progress = Progress(report, self.label, clock, progress_interval)
         self.deadline = self.progress.started + timeout_seconds
         self.backoff = retry.initial_backoff
         self.last: JobStatus | None = None
+        self.connected = False
+        self.failing_since: float | None = None
+        self.last_error = ""
 
     def run(self) -> JobStatus:
         from kubernetes.client.exceptions import ApiException
 
         while True:
             self.progress.tick(self.last)
-            if self.clock() >= self.deadline:
-                raise JobWatchTimeout(
-                    self.namespace,
-                    self.job_name,
-                    self.timeout_seconds,
-                    self.last,
-                    self.resume_hint,
-                )
+            self._check_time()
             try:
                 final = self._list_then_watch()
             except ApiException as error:
@@ -247,7 +213,7 @@ class _JobWatch:
                 self._pause(error)
                 continue
             except Exception as error:
-                if is_read_timeout(error):
+                if is_read_timeout(error) and self.failing_since is None:
                     continue  # a quiet window ended: re-list, which also proves the link is up
                 if not is_transient(error):
                     raise
@@ -256,10 +222,38 @@ class _JobWatch:
             if final is not None:
                 return final
 
+    def _check_time(self) -> None:
+        """The deadline, and how long every request has failed: an API server that never
+        answered, or stopped answering for longer than the policy allows, is reported as
+        unreachable, never as a job that is still running."""
+        now = self.clock()
+        if self.failing_since is not None:
+            limit = (
+                self.retry.unreachable_seconds
+                if self.connected
+                else self.retry.first_contact_seconds
+            )
+            if now - self.failing_since >= limit or now >= self.deadline:
+                raise ClusterUnreachable(
+                    self._url(), now - self.failing_since, self.last_error, self.connected
+                )
+        if now >= self.deadline:
+            raise JobWatchTimeout(
+                self.namespace, self.job_name, self.timeout_seconds, self.last, self.resume_hint
+            )
+
+    def _url(self) -> str:
+        return str(self.api.configuration.host)
+
     def _action(self) -> str:
         if self.selector is None:
             return f"watch Job {self.label}"
-        return f"watch Job {self.label} and its worker Jobs (label selector {self.selector!r})"
+        return f"watch Job {self.label} and the job's other Jobs (label selector {self.selector!r})"
+
+    def _contact(self) -> None:
+        self.connected = True
+        self.failing_since = None
+        self.backoff = self.retry.initial_backoff
 
     def _list_then_watch(self) -> JobStatus | None:
         timeout = self.retry.request_timeout
@@ -267,33 +261,22 @@ class _JobWatch:
             job, resource_version = read_job(
                 self.api, self.namespace, self.job_name, request_timeout=timeout
             )
-            self.backoff = self.retry.initial_backoff
-            final = self._observe(job, deleted=False)
+            self._contact()
+            self.jobs = {self.job_name: job} if job is not None else {}
         else:
             jobs, resource_version = list_jobs(
                 self.api, self.namespace, self.selector, request_timeout=timeout
             )
-            self.backoff = self.retry.initial_backoff
-            final = self._observe_listed(jobs_by_name(jobs))
+            self._contact()
+            self.jobs = jobs_by_name(jobs)
+            if self.job_name not in self.jobs:
+                self._check_unlabelled_master()
+        final = self._evaluate(deleted=False)
         if final is not None:
             return final
         return self._watch(resource_version)
 
-    def _observe_listed(self, jobs: Mapping[str, V1Job]) -> JobStatus | None:
-        """The master Job first: when a list shows it ended, that is the outcome (a chief that
-        succeeded decides the job, as in Kubeflow); then the worker Jobs."""
-        master = jobs.get(self.job_name)
-        if master is None:
-            master = self._unlabelled_master()
-        final = self._observe(master, deleted=False)
-        if final is not None:
-            return final
-        for name in sorted(self.worker_jobs):
-            if name in jobs and (final := self._observe_worker(jobs[name])) is not None:
-                return final
-        return None
-
-    def _unlabelled_master(self) -> V1Job | None:
+    def _check_unlabelled_master(self) -> None:
         """The master Job is not among the Jobs the selector matches. Absent (or replaced),
         it ends the watch as Deleted; present with our uid, the selector is wrong, and
         watching through it would call a running job deleted."""
@@ -303,13 +286,12 @@ class _JobWatch:
         if job is not None and self.job_uid in (None, job.metadata.uid):
             raise UserError(
                 f"Job {self.label} does not match the label selector {self.selector!r}, which "
-                "must match it and its worker Jobs; check the selector (e.g. "
+                "must match it and the job's other Jobs; check the selector (e.g. "
                 "training.kubeflow.org/job-name=JOB) and the Job's labels"
             )
-        return job
 
     def _watch(self, resource_version: str) -> JobStatus | None:
-        """Follow events until the Job ends; None when the stream ends first.
+        """Follow events until the job ends; None when the stream ends first.
 
         The client-side read timeout is the time to the next progress line or the deadline,
         so a quiet watch wakes up on time, and a half-open connection (a load balancer that
@@ -338,7 +320,16 @@ class _JobWatch:
                 kind = event["type"]
                 if kind not in ("ADDED", "MODIFIED", "DELETED"):
                     continue  # BOOKMARK: nothing to learn, we re-list after every stream
-                final = self._observe_event(event["object"], deleted=kind == "DELETED")
+                job = event["object"]
+                name = job.metadata.name
+                if name not in self.rules.watched:
+                    continue  # another Job the selector matches changes nothing
+                deleted = kind == "DELETED"
+                if deleted and name != self.job_name:
+                    self.jobs.pop(name, None)
+                else:
+                    self.jobs[name] = job
+                final = self._evaluate(deleted=deleted and name == self.job_name)
                 if final is not None:
                     return final
                 if self.clock() >= self.deadline:
@@ -348,76 +339,68 @@ class _JobWatch:
             stream.close()  # releases the connection now, not when garbage collected
         return None
 
-    def _observe_event(self, job: V1Job, *, deleted: bool) -> JobStatus | None:
-        """An event of the master Job or of a worker Job; other Jobs the selector matches
-        (and a worker Job deleted without having failed) change nothing."""
-        name = job.metadata.name
-        if name == self.job_name:
-            return self._observe(job, deleted=deleted)
-        if name in self.worker_jobs:
-            return self._observe_worker(job)
-        return None
+    def _evaluate(self, *, deleted: bool) -> JobStatus | None:
+        """Record the job's state; return it if the job is over.
 
-    def _observe_worker(self, job: V1Job) -> JobStatus | None:
-        """A failed worker Job ends the job as Failed (WorkerFailed), with the master Job's
-        last seen counts; a completed one is only reported."""
-        name = job.metadata.name
-        worker = JobStatus.from_job(job)
-        if worker.phase == FAILED:
-            detail = ": ".join(part for part in (worker.reason, worker.message) if part)
-            message = f"worker Job {self.namespace}/{name} failed" + (
-                f" ({detail})" if detail else ""
-            )
-            base = self.last or JobStatus(phase="Pending", uid=self.job_uid)
-            final = dataclasses.replace(
-                base,
-                phase=FAILED,
-                reason=WORKER_FAILED,
-                message=message,
-                completion_time=worker.completion_time,
-                failed_worker=name,
-            )
-            self.last = final
-            self.progress.observe(final)
-            return final
-        if worker.phase == SUCCEEDED and name not in self.workers_done:
-            self.workers_done.add(name)
-            self.report(
-                f"job {self.label}: worker Job {self.namespace}/{name} succeeded; "
-                f"waiting for Job {self.label}"
-            )
-        return None
-
-    def _observe(self, job: V1Job | None, *, deleted: bool) -> JobStatus | None:
-        """Record the master Job's state; return it if the job is over.
-
-        A Job that is absent, or present under our name with another uid (deleted and
+        A master Job that is absent, or present under our name with another uid (deleted and
         recreated behind our back), ends the watch as Deleted: the run we watched is gone.
         A DELETED event whose object already carries Complete/Failed keeps that outcome
         (e.g. ttlSecondsAfterFinished removed it right after it finished).
         """
-        if job is None or (self.job_uid and job.metadata.uid != self.job_uid):
-            if job is None:
+        master = self.jobs.get(self.job_name)
+        if master is None or (self.job_uid and master.metadata.uid != self.job_uid):
+            if master is None:
                 message = f"Job {self.label} no longer exists; it was deleted before it finished"
             else:
                 message = (
                     f"Job {self.label} was replaced by another Job with the same name "
-                    f"(uid {job.metadata.uid}, expected {self.job_uid})"
+                    f"(uid {master.metadata.uid}, expected {self.job_uid})"
                 )
             final = (self.last or JobStatus(phase="Pending", uid=self.job_uid)).as_deleted(message)
             self.last = final
             return final
-        status = JobStatus.from_job(job)
+        statuses = job_statuses(self.jobs, self.rules.watched)
+        status = statuses[self.job_name]
         if deleted and not status.terminal:
-            status = status.as_deleted(f"Job {self.label} was deleted before it finished")
+            final = status.as_deleted(f"Job {self.label} was deleted before it finished")
+            self.last = final
+            return final
+        final, notes = decide(self.rules, statuses, self.namespace)
+        for note in notes:
+            if note not in self.reported:
+                self.reported.add(note)
+                self.report(f"job {self.label}: {note}")
+        self._report_finished_others(statuses)
+        if final is not None:
+            self.last = final
+            self.progress.observe(final)
+            return final
+        if status.terminal:
+            # The master is done but the job is not (other Jobs decide it too): running.
+            status = dataclasses.replace(status, phase="Running")
         self.last = status
         self.progress.observe(status)
-        return status if status.terminal else None
+        return None
+
+    def _report_finished_others(self, statuses: Mapping[str, JobStatus]) -> None:
+        for name in self.rules.others:
+            status = statuses.get(name)
+            if status is None or status.phase != SUCCEEDED or name in self.reported:
+                continue
+            self.reported.add(name)
+            self.report(
+                f"job {self.label}: Job {self.namespace}/{name} succeeded; waiting for the "
+                "Jobs that decide the job"
+            )
 
     def _pause(self, error: BaseException) -> None:
-        delay = max(0.0, min(self.backoff, self.deadline - self.clock()))
+        now = self.clock()
+        if self.failing_since is None:
+            self.failing_since = now
+        self.last_error = describe_error(error)
+        delay = max(0.0, min(self.backoff, self.deadline - now))
         self.report(
-            f"job {self.label}: API server unavailable ({describe_error(error)}); "
+            f"job {self.label}: API server unavailable ({self.last_error}); "
             f"retrying in {delay:.1f}s"
         )
         self.sleep(delay)
@@ -431,7 +414,7 @@ def watch_job(
     *,
     job_uid: str | None = None,
     selector: str | None = None,
-    worker_jobs: Collection[str] = (),
+    rules: CompletionRules | None = None,
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
     report: Reporter = quiet,
     resume_hint: str = PULUMI_RESUME_HINT,
@@ -440,22 +423,23 @@ def watch_job(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> JobStatus:
-    """Block until the Job is Complete, Failed or gone, or one of ``worker_jobs`` failed, and
-    return the final status (``failed_worker`` names the worker Job in the last case).
+    """Block until the job is decided (the master Job alone, or ``rules``), or its master
+    Job is gone, and return the final status (``failed_worker`` names the Job whose failure
+    ended it, when that is not the master).
 
-    ``selector`` is a label selector that matches the master Job and the worker Jobs; it is
-    used only with ``worker_jobs`` (and needed for them to be watched at all). Raises
-    JobWatchTimeout after ``timeout_seconds``, ClusterAccessError when the API server refuses
-    the watcher (401/403), and UserError when the selector does not match the master Job;
-    everything transient is retried until then.
+    ``selector`` is a label selector that matches every Job the rules name; without it only
+    the master Job is watched. Raises JobWatchTimeout after ``timeout_seconds``,
+    ClusterUnreachable when the API server cannot be reached for longer than the retry
+    policy allows, ClusterAccessError when it refuses the watcher (401/403), and UserError
+    when the selector does not match the master Job; everything transient is retried until
+    then.
     """
     return _JobWatch(
         api,
         namespace,
-        job_name,
+        rules or CompletionRules(job_name),
         job_uid=job_uid,
         selector=selector,
-        worker_jobs=worker_jobs if selector is not None else (),
         timeout_seconds=timeout_seconds,
         report=report,
         resume_hint=resume_hint,
@@ -464,15 +448,3 @@ def watch_job(
         clock=clock,
         sleep=sleep,
     ).run()
-
-
-# ---------------------------------------------------------------------------------------------
-# Scaling down
-
-
-# ---------------------------------------------------------------------------------------------
-# The whole job
-
-
-# ---------------------------------------------------------------------------------------------
-# `trainjobs watch`

@@ -161,6 +161,9 @@ class Success:
     type: str
     indexes: tuple[int, ...]
     any: bool = False
+    min_members: int | None = None
+    """Elastic: the replicas torchrun's group needs (elasticPolicy.minReplicas); with fewer
+    left, the group cannot go on."""
 
 
 EnvTarget = Literal["default", "first-default", "all"]

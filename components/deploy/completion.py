@@ -1,26 +1,35 @@
-"""The completion watcher as a Pulumi dynamic resource: `pulumi up` lasts as long as the job.
+"""The completion watcher as a Pulumi dynamic resource: `pulumi up` lasts as long as the jobs.
 
-`JobCompletion` is created after a job's master Job and workers. Its ``create`` blocks in
-`components.cluster.supervisor.run_watch` until the master Job ends, scales the workers to 0, and
-fails the update with a diagnosis when the job failed. Its outputs record how the job
-ended.
+One `JobCompletion` per stack sees every job of the stack through at once
+(:func:`components.cluster.supervisor.see_all_through`: a thread per job), created after
+every job's workloads. Per job it starts the run (the Jobs are created suspended), watches
+it to its end, stops what is left per the cleanPodPolicy, records the run, and fails the
+update with a diagnosis when a job failed. Its ``outcomes`` record how each job ended.
+
+Why one per stack: the Python dynamic provider host (``pulumi/dynamic/__main__.py``) serves
+every dynamic resource of a program from one process whose gRPC server has a 4-thread pool
+(``futures.ThreadPoolExecutor(max_workers=4)``), and a watcher's ``create`` blocks for the
+whole job. With a watcher per job, a stack of more than 4 jobs would be watched 4 at a time:
+the fifth job's workers would keep their GPUs after it ended, and its timeout would start
+late. One call watching every job needs one of those threads.
 
 Lifecycle facts this relies on (checked against the Pulumi engine and the Python SDK's
 dynamic provider host):
 
-- A ``create`` that raises leaves no state: the engine drops the pending create and records
-  nothing. The next `pulumi up` therefore calls ``create`` again, which lists the Job first
-  and so also sees a Job that finished while nobody watched. That is how a timed-out or
-  interrupted watch resumes. The same holds for a failed job with ``fail_on_failure``:
-  every `pulumi up` reports the failure again until the Job is replaced or the setting is
-  turned off.
+- A ``create`` that raises leaves no state, and an ``update`` that raises leaves the old
+  state: the next `pulumi up` calls it again and it watches again. A job that ended
+  meanwhile is seen at once (its Jobs' conditions, or its recorded run). That is how a
+  timed-out or interrupted watch resumes, and why a failed job is reported again on every
+  `pulumi up` until it is changed or ``failOnJobFailure`` is turned off.
+- A new run of one job (a replaced workload: new uids, or a changed spec: a new run
+  identity) is an in-place ``update``: it gets the old outcomes and watches only the jobs
+  whose run changed, keeping the others' recorded outcomes.
 - The engine never sends secrets to a dynamic provider (it does not accept them), so the
   kubeconfig arrives in plain text; ``additional_secret_outputs`` keeps it encrypted in the
   state, and the input itself is wrapped in ``Output.secret``.
 - ``check`` and ``diff`` run during `pulumi preview`, which must work offline: they only
-  compare inputs. During a preview an input that is not known yet (e.g. the uid of a Job
-  that is about to be replaced) arrives as the SDK's UNKNOWN sentinel, differs from the old
-  value, and so shows as a replacement, which is what will happen.
+  compare inputs. Inputs not known yet (the uid of a Job about to be created) arrive as the
+  SDK's UNKNOWN sentinel and differ from the old value, which shows the update to come.
 - Python dynamic providers ignore ``customTimeouts`` and Ctrl-C: the watcher has its own
   deadline (``timeout_seconds``).
 - The provider is pickled with dill. It is a class in an importable module, so it pickles by
@@ -38,32 +47,24 @@ import pulumi.dynamic
 from pulumi.config import ConfigTypeError
 
 from components.cluster.client import load_api_client
-from components.cluster.scaling import WORKER_KINDS, WorkerRef
-from components.cluster.status import WORKER_FAILED, JobStatus
-from components.cluster.supervisor import run_watch
-from components.cluster.watch import (
-    DEFAULT_TIMEOUT_SECONDS,
-    PULUMI_RESUME_HINT,
-    read_job,
-)
+from components.cluster.outcome import Outcome
+from components.cluster.status import SUSPENDED
+from components.cluster.supervisor import WatchOptions, connections_for, see_all_through
+from components.cluster.target import CLEAN_POD_POLICIES, WatchTarget
+from components.cluster.watch import DEFAULT_TIMEOUT_SECONDS, PULUMI_RESUME_HINT
 from components.core.durations import parse_duration
 from components.core.errors import UserError
 
-REPLACE_ON = ("namespace", "job_name", "job_uid", "template_hash", "workers", "context")
-"""Inputs that identify the watched run: a change means another Job to watch."""
+REPLACE_ON = ("context",)
+"""Inputs that identify what is watched as a whole: another cluster is another set of runs."""
 
-UPDATE_ON = ("timeout_seconds", "fail_on_failure", "kubeconfig", "selector")
-"""Inputs that only change how a run is watched: an in-place update, no cluster access.
-
-``selector`` (the labels of a TFJob's or PyTorchJob's Jobs, so that a failed worker Job ends
-the job) is derived from the job's name, so it only changes along with ``job_name``, which
-replaces the watcher anyway, or when a stack made before it existed gets one: then the
-recorded outcome of the finished run stays, rather than the run being watched (and a failure
-reported) again."""
+UPDATE_ON = ("jobs", "timeout_seconds", "fail_on_failure", "kubeconfig")
+"""Inputs changed in place: a new run of a job (its target or uids changed) is watched by
+``update``; the others only change how runs are watched."""
 
 INPUTS = REPLACE_ON + UPDATE_ON
 
-OUTPUTS = (
+OUTCOME_FIELDS = (
     "phase",
     "reason",
     "message",
@@ -74,25 +75,21 @@ OUTPUTS = (
     "failed",
     "workers_scaled_down",
     "diagnosis",
+    "notes",
 )
-
-_STATUS_OUTPUTS = OUTPUTS[:8]
-"""The outputs `read` refreshes from the Job; the rest record what the watcher did."""
+"""What `outcomes` holds per job (`Outcome.to_outputs`)."""
 
 _DEFAULTS: dict[str, Any] = {
-    "job_uid": None,
-    "template_hash": None,
-    "workers": [],
+    "jobs": [],
     "context": None,
     "timeout_seconds": DEFAULT_TIMEOUT_SECONDS,
     "fail_on_failure": True,
     "kubeconfig": None,
-    "selector": None,
 }
 
 
 class JobFailedError(Exception):
-    """The job ended without success (or its workers could not be stopped): fails the update."""
+    """A job ended without success (or its workers could not be stopped): fails the update."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -153,94 +150,43 @@ def _config_bool(config: pulumi.Config, key: str, *, default: bool) -> bool:
 
 
 @dataclass(frozen=True)
-class JobCompletionArgs:
-    """Inputs of `JobCompletion`.
+class WatchedJob:
+    """One job for the watcher: its description and its workloads' uids (Pulumi outputs)."""
 
-    ``job_uid`` (the master Job's ``metadata.uid``) or ``template_hash`` tie the watcher to
-    one run: when the Job is replaced they change, and so the watcher is replaced and watches
-    the new run. ``workers`` are names from the graph (deterministic), not outputs.
-    ``selector`` matches the master Job and the worker Jobs (see `run_watch`): with
-    it, a failed worker Job fails the whole job at once.
-    """
-
-    namespace: pulumi.Input[str]
-    job_name: pulumi.Input[str]
-    workers: Sequence[WorkerRef] = ()
-    job_uid: pulumi.Input[str] | None = None
-    template_hash: pulumi.Input[str] | None = None
-    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
-    fail_on_failure: bool = True
-    kubeconfig: pulumi.Input[str] | None = None
-    context: pulumi.Input[str] | None = None
-    selector: pulumi.Input[str] | None = None
-
-    @classmethod
-    def from_settings(
-        cls,
-        settings: WatchSettings,
-        *,
-        namespace: pulumi.Input[str],
-        job_name: pulumi.Input[str],
-        workers: Sequence[WorkerRef] = (),
-        job_uid: pulumi.Input[str] | None = None,
-        template_hash: pulumi.Input[str] | None = None,
-        selector: pulumi.Input[str] | None = None,
-    ) -> JobCompletionArgs:
-        return cls(
-            namespace=namespace,
-            job_name=job_name,
-            workers=tuple(workers),
-            job_uid=job_uid,
-            template_hash=template_hash,
-            timeout_seconds=settings.timeout_seconds,
-            fail_on_failure=settings.fail_on_failure,
-            kubeconfig=settings.kubeconfig,
-            context=settings.context,
-            selector=selector,
-        )
+    target: WatchTarget
+    uids: pulumi.Input[Mapping[str, str]]
 
 
 class JobCompletion(pulumi.dynamic.Resource, module="trainjobs", name="JobCompletion"):
-    """Waits for a master Job to end, scales its workers to 0, records the outcome.
+    """Sees every job of a stack through and records how each ended.
 
     Type token ``pulumi-python:dynamic/trainjobs:JobCompletion``. Create it with
-    ``depends_on`` the master Job and the workers, so the watch starts once they exist.
+    ``depends_on`` every job's workloads, so the watch starts once they exist.
     """
 
-    phase: pulumi.Output[str]
-    """Succeeded, Failed or Deleted."""
-    reason: pulumi.Output[str | None]
-    """The terminal condition's reason: CompletionsReached, BackoffLimitExceeded,
-    DeadlineExceeded, PodFailurePolicy, Deleted, WorkerFailed (a worker Job failed; the
-    message names it and its own reason)..."""
-    message: pulumi.Output[str | None]
-    start_time: pulumi.Output[str | None]
-    completion_time: pulumi.Output[str | None]
-    duration_seconds: pulumi.Output[float | None]
-    succeeded: pulumi.Output[int]
-    """Pods that succeeded."""
-    failed: pulumi.Output[int]
-    """Pods that failed."""
-    workers_scaled_down: pulumi.Output[bool]
-    diagnosis: pulumi.Output[dict[str, Any] | None]
-    """For a job that did not succeed: failed pods with exit codes, the master's log tail."""
+    outcomes: pulumi.Output[dict[str, dict[str, Any]]]
+    """Per job (``namespace/name``): phase (Succeeded, Failed, Deleted or Suspended), reason
+    (CompletionsReached, BackoffLimitExceeded, DeadlineExceeded, PodFailurePolicy, Deleted,
+    WorkerFailed...), message, start and completion time, duration, pod counts, whether its
+    workers were stopped, the diagnosis of a failure, and notes."""
 
     def __init__(
-        self, name: str, args: JobCompletionArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        jobs: Sequence[WatchedJob],
+        settings: WatchSettings,
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        kubeconfig = None if args.kubeconfig is None else pulumi.Output.secret(args.kubeconfig)
+        kubeconfig = (
+            None if settings.kubeconfig is None else pulumi.Output.secret(settings.kubeconfig)
+        )
         props: dict[str, Any] = {
-            "namespace": args.namespace,
-            "job_name": args.job_name,
-            "job_uid": args.job_uid,
-            "template_hash": args.template_hash,
-            "workers": [worker.to_dict() for worker in args.workers],
-            "context": args.context,
-            "timeout_seconds": args.timeout_seconds,
-            "fail_on_failure": args.fail_on_failure,
+            "jobs": [{"target": job.target.to_dict(), "uids": job.uids} for job in jobs],
+            "context": settings.context,
+            "timeout_seconds": settings.timeout_seconds,
+            "fail_on_failure": settings.fail_on_failure,
             "kubeconfig": kubeconfig,
-            "selector": args.selector,
-            **dict.fromkeys(OUTPUTS),
+            "outcomes": None,
         }
         secret = pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])
         super().__init__(
@@ -276,28 +222,19 @@ def _check_failures(inputs: Mapping[str, Any]) -> list[pulumi.dynamic.CheckFailu
     def fail(prop: str, reason: str) -> None:
         failures.append(pulumi.dynamic.CheckFailure(prop, reason))
 
-    for key in ("namespace", "job_name"):
-        value = inputs[key]
-        if not _unknown(value) and (not isinstance(value, str) or not value):
-            fail(key, f"must be a non-empty string, not {value!r}")
-    for key in ("job_uid", "template_hash", "context", "kubeconfig", "selector"):
+    jobs = inputs["jobs"]
+    if not _unknown(jobs):
+        if not isinstance(jobs, list):
+            fail("jobs", "must be a list of {target, uids}")
+        else:
+            seen: set[str] = set()
+            for index, job in enumerate(jobs):
+                for problem in _job_problems(job, seen):
+                    fail(f"jobs[{index}]", problem)
+    for key in ("context", "kubeconfig"):
         value = inputs[key]
         if value is not None and not _unknown(value) and not isinstance(value, str):
             fail(key, f"must be a string, not {type(value).__name__}")
-    workers = inputs["workers"]
-    if not _unknown(workers):
-        if not isinstance(workers, list):
-            fail("workers", "must be a list of {kind, name}")
-        else:
-            for index, worker in enumerate(workers):
-                if not isinstance(worker, Mapping):
-                    fail(f"workers[{index}]", "must be a mapping {kind, name}")
-                    continue
-                kind, name = worker.get("kind"), worker.get("name")
-                if not _unknown(kind) and kind not in WORKER_KINDS:
-                    fail(f"workers[{index}].kind", f"must be StatefulSet or Job, not {kind!r}")
-                if not _unknown(name) and (not isinstance(name, str) or not name):
-                    fail(f"workers[{index}].name", f"must be a non-empty string, not {name!r}")
     timeout = inputs["timeout_seconds"]
     if not _unknown(timeout) and (
         isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
@@ -308,13 +245,47 @@ def _check_failures(inputs: Mapping[str, Any]) -> list[pulumi.dynamic.CheckFailu
     return failures
 
 
-def _resource_id(inputs: Mapping[str, Any], uid: str | None) -> str:
-    return f"{inputs['namespace']}/{inputs['job_name']}" + (f"@{uid}" if uid else "")
+def _job_problems(job: Any, seen: set[str]) -> list[str]:
+    if _unknown(job):
+        return []
+    if not isinstance(job, Mapping) or _unknown(job.get("target")):
+        return [] if isinstance(job, Mapping) else ["must be a mapping {target, uids}"]
+    try:
+        target = WatchTarget.from_dict(job["target"])
+    except (KeyError, TypeError, ValueError, IndexError) as error:
+        return [f"target is not a watch description ({type(error).__name__}: {error})"]
+    problems = []
+    if target.key in seen:
+        problems.append(f"job {target.key} is watched twice")
+    seen.add(target.key)
+    if target.clean_pod_policy not in CLEAN_POD_POLICIES:
+        problems.append(
+            f"target.clean_pod_policy must be one of {', '.join(CLEAN_POD_POLICIES)}, not "
+            f"{target.clean_pod_policy!r}"
+        )
+    uids = job.get("uids")
+    if uids is not None and not _unknown(uids) and not isinstance(uids, Mapping):
+        problems.append(f"uids must be a mapping of Job name to uid, not {type(uids).__name__}")
+    return problems
+
+
+def _jobs(inputs: Mapping[str, Any]) -> dict[str, tuple[WatchTarget, dict[str, str]]]:
+    """The watched jobs by key, with the uids Pulumi knows (unknown ones left out)."""
+    jobs = {}
+    for job in inputs["jobs"]:
+        target = WatchTarget.from_dict(job["target"])
+        uids = {
+            str(name): str(uid)
+            for name, uid in (job.get("uids") or {}).items()
+            if isinstance(uid, str) and not _unknown(uid)
+        }
+        jobs[target.key] = (target, uids)
+    return jobs
 
 
 class JobCompletionProvider(pulumi.dynamic.ResourceProvider):
     """The dynamic provider behind `JobCompletion`. Stateless; the cluster is only touched
-    by ``create`` (the watch) and ``read`` (`pulumi refresh`)."""
+    by ``create`` and ``update`` (the watch)."""
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
         """Validate and normalize the inputs, offline."""
@@ -324,9 +295,9 @@ class JobCompletionProvider(pulumi.dynamic.ResourceProvider):
     def diff(
         self, _id: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.DiffResult:
-        """Replace for another run (job name, uid, template hash, workers, namespace,
-        context); update in place for watch settings (and the selector, see `UPDATE_ON`).
-        Offline; ``__provider`` is ignored (it changes with the code, not with the job)."""
+        """Replace for another cluster (context); update in place for everything else (a
+        new run of a job is watched by ``update``). Offline; ``__provider`` is ignored (it
+        changes with the code, not with the jobs)."""
         old, new = _inputs(olds), _inputs(news)
         changed = [key for key in INPUTS if old[key] != new[key]]
         return pulumi.dynamic.DiffResult(
@@ -337,62 +308,87 @@ class JobCompletionProvider(pulumi.dynamic.ResourceProvider):
         )
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
-        """Watch the Job to its end, scale the workers to 0; fail `pulumi up` with the
-        diagnosis when the job did not succeed (unless ``fail_on_failure`` is off), or when
-        the workers could not be stopped (the next `pulumi up` retries). A timeout raises
-        `JobWatchTimeout`: workers left running, the next `pulumi up` resumes."""
+        """Watch every job to its end (see :func:`_watch`)."""
         inputs = _inputs(props)
-        api = load_api_client(inputs["kubeconfig"], inputs["context"])
-        try:
-            outcome = run_watch(
-                api,
-                inputs["namespace"],
-                inputs["job_name"],
-                [WorkerRef.from_dict(worker) for worker in inputs["workers"]],
-                job_uid=inputs["job_uid"],
-                selector=inputs["selector"],
-                timeout_seconds=float(inputs["timeout_seconds"]),
-                report=_report,
-                resume_hint=PULUMI_RESUME_HINT,
-            )
-        finally:
-            api.close()
-        if not outcome.workers_scaled_down:
-            raise JobFailedError(f"{outcome.describe()}\nrun `pulumi up` again to retry")
-        if not outcome.succeeded and inputs["fail_on_failure"]:
-            raise JobFailedError(outcome.describe())
-        return pulumi.dynamic.CreateResult(
-            _resource_id(inputs, outcome.status.uid), {**inputs, **outcome.to_outputs()}
-        )
-
-    def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
-        """`pulumi refresh`: the Job's current status into the outputs. A Job that is gone
-        (e.g. removed by ttlSecondsAfterFinished) or replaced leaves the recorded outcome as
-        it was: it still describes the run this resource watched. So does a run ended by a
-        failed worker Job: the watcher stopped the master Job, whose later state (no pods,
-        or DeadlineExceeded) is not how the run ended; the cluster is not read."""
-        inputs = _inputs(props)
-        outs = {**inputs, **{key: props.get(key) for key in OUTPUTS}}
-        if props.get("reason") == WORKER_FAILED:
-            return pulumi.dynamic.ReadResult(id_, outs)
-        api = load_api_client(inputs["kubeconfig"], inputs["context"])
-        try:
-            job, _ = read_job(api, inputs["namespace"], inputs["job_name"])
-        finally:
-            api.close()
-        if job is not None and inputs["job_uid"] in (None, job.metadata.uid):
-            status = JobStatus.from_job(job).to_outputs()
-            outs.update({key: status[key] for key in _STATUS_OUTPUTS})
-        return pulumi.dynamic.ReadResult(id_, outs)
+        jobs = _jobs(inputs)
+        outcomes = _watch(inputs, jobs, list(jobs))
+        return pulumi.dynamic.CreateResult("trainjobs-completion", {**inputs, "outcomes": outcomes})
 
     def update(
         self, _id: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.UpdateResult:
-        """Only watch settings changed (see `diff`): keep the recorded outcome."""
-        return pulumi.dynamic.UpdateResult(
-            {**_inputs(news), **{key: olds.get(key) for key in OUTPUTS}}
+        """Watch the jobs whose run is new (another description, other workload uids, no
+        recorded outcome); keep the others' outcomes. Jobs no longer in the stack drop out."""
+        inputs = _inputs(news)
+        jobs = _jobs(inputs)
+        previous = _jobs(_inputs(olds)) if olds.get("jobs") else {}
+        recorded = olds.get("outcomes") or {}
+        if inputs["context"] != _inputs(olds)["context"]:
+            previous = {}
+        new_runs = [
+            key
+            for key, job in jobs.items()
+            if previous.get(key) != job or not isinstance(recorded.get(key), Mapping)
+        ]
+        outcomes = {key: recorded[key] for key in jobs if key not in new_runs}
+        if new_runs:
+            outcomes.update(_watch(inputs, jobs, new_runs))
+        return pulumi.dynamic.UpdateResult({**inputs, "outcomes": outcomes})
+
+    def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
+        """`pulumi refresh`: the recorded outcomes stay. Each describes how a watched run
+        ended; the cluster's later state (Jobs removed by a TTL, a job stopped) is not how
+        it ended. Offline."""
+        return pulumi.dynamic.ReadResult(
+            id_, {**_inputs(props), "outcomes": props.get("outcomes") or {}}
         )
 
     def delete(self, _id: str, _props: dict[str, Any]) -> None:
-        """Nothing to do: the Job and the workers belong to their pulumi-kubernetes
+        """Nothing to do: the Jobs and the workers belong to their pulumi-kubernetes
         resources, which delete them; the watcher must never touch them."""
+
+
+def _watch(
+    inputs: Mapping[str, Any],
+    jobs: Mapping[str, tuple[WatchTarget, dict[str, str]]],
+    keys: Sequence[str],
+) -> dict[str, dict[str, Any]]:
+    """Watch the jobs ``keys`` at once to their ends and return their outcomes. Fails the
+    update (after every job has ended or given up) when a job failed (unless
+    ``fail_on_failure`` is off), when its workers could not be stopped, when its watch
+    timed out (workers left running: the next `pulumi up` resumes) or could not reach the
+    cluster."""
+    targets = [jobs[key][0] for key in keys]
+    api = load_api_client(
+        inputs["kubeconfig"], inputs["context"], connections=connections_for(targets)
+    )
+    try:
+        results = see_all_through(
+            api,
+            targets,
+            uids={key: jobs[key][1] for key in keys},
+            options=WatchOptions(
+                timeout_seconds=float(inputs["timeout_seconds"]),
+                report=_report,
+                resume_hint=PULUMI_RESUME_HINT,
+            ),
+        )
+    finally:
+        api.close()
+    problems: list[str] = []
+    outcomes: dict[str, dict[str, Any]] = {}
+    for key in keys:
+        result = results[key]
+        if not isinstance(result, Outcome):
+            problems.append(str(result))
+            continue
+        outcomes[key] = result.to_outputs()
+        if not result.workers_scaled_down:
+            problems.append(f"{result.describe()}\nrun `pulumi up` again to retry")
+        elif (
+            not result.succeeded and result.status.phase != SUSPENDED and inputs["fail_on_failure"]
+        ):
+            problems.append(result.describe())
+    if problems:
+        raise JobFailedError("\n\n".join(problems))
+    return outcomes

@@ -13,18 +13,36 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.cluster.scaling import WorkerRef
+from components.cluster.target import WATCH_ANNOTATION, WatchTarget
 from components.core.graph import Manifest, Node
-from components.deploy.completion import JobCompletion, JobCompletionArgs, WatchSettings
 from components.deploy.ssh_key import ssh_secret_data
+from components.deploy.watch_target import WORKLOAD_KINDS, watch_target
 from components.kinds.chainer import ssh_assets
 from components.kinds.registry import JobDefinition
 
-# pulumi-kubernetes waits for a Job to complete (10 minutes by default, then fails the
-# update) and for a StatefulSet's replicas to be ready. Training outlives both; the
-# completion watcher waits for the Job instead, and the master's init container waits
-# for the workers.
-SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+# pulumi-kubernetes waits for a created Job to complete (10 minutes by default, then fails
+# the update) and for a StatefulSet's replicas to be ready; training outlives both, and the
+# completion watcher waits for the job instead. `pulumi.com/skipAwait` would skip those
+# waits, but for Jobs and StatefulSets it also skips awaiting their deletion
+# (pulumi-kubernetes provider/pkg/metadata/overrides.go, `DeletedCondition` and
+# `allowsSkipAwaitWithDelete`): a replaced Job, deleted in the foreground, would still exist
+# when its successor of the same name is created, which fails with AlreadyExists ("object is
+# being deleted"; creates are not retried on it, await.go `Creation`). `pulumi.com/waitFor`
+# replaces only the create/update await (`ReadyCondition`): waiting for the object's uid
+# ends as soon as it exists, and deletions are still awaited until the object is gone.
+WAIT_FOR = {"pulumi.com/waitFor": "jsonpath={.metadata.uid}"}
+
+JOB_IMMUTABLE_FIELDS = (
+    "spec.completionMode",
+    "spec.podFailurePolicy",
+    "spec.successPolicy",
+    "spec.backoffLimitPerIndex",
+    "spec.managedBy",
+)
+"""Job fields Kubernetes refuses to update (kubernetes pkg/apis/batch/validation
+`ValidateJobSpecUpdate`) that pulumi-kubernetes does not already replace on (its Job list
+is template, selector, completions, parallelism: provider/pkg/provider/diff.go). Without
+them a change would be planned as an update, which the API server rejects."""
 
 _RESOURCE_CLASSES: dict[tuple[str, str], type[pulumi.CustomResource]] = {
     ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
@@ -43,70 +61,123 @@ def _snake(key: str) -> str:
 
 
 def resource_options(
-    node: Node, parent: pulumi.Resource, depends_on: list[pulumi.Resource], workers: set[str]
+    node: Node, parent: pulumi.Resource, depends_on: list[pulumi.Resource], gated: bool
 ) -> pulumi.ResourceOptions:
     """The Pulumi options a node needs beyond its manifest.
 
-    The completion watcher owns the size of worker workloads once they exist: it stops them
-    when the job ends and restores them when a new run starts. Pulumi must ignore that
-    size, or a later `pulumi up --refresh` would see the drift and revive idle workers (and
-    for a Job, a changed parallelism would even replace it).
+    The completion watcher owns what it changes on workloads: a StatefulSet's size (it
+    stops workers when the job ends and restores them when a new run starts) and, when it
+    gates the job's runs, every Job's ``spec.suspend``. Pulumi must ignore those, or a later
+    `pulumi up --refresh` would see the drift and revive idle workers, and server-side apply
+    would conflict with the watcher's field ownership (pulumi-kubernetes drops an ignored
+    field another manager owns from its apply: await.go `handleSSAIgnoreFields`).
     """
     ignore_changes: list[str] = []
     if node.kind == "StatefulSet":
         ignore_changes.append("spec.replicas")
-    elif node.kind == "Job" and node.name in workers:
-        ignore_changes.append("spec.parallelism")
+    elif node.kind == "Job" and gated:
+        ignore_changes.append("spec.suspend")
+    replace_on_changes = None
+    if node.kind == "JobSet":
+        # A JobSet's replicated Jobs are immutable (its webhook refuses an update), which
+        # pulumi-kubernetes knows nothing of for a custom resource: any change replaces it.
+        replace_on_changes = ["spec"]
+    elif node.kind == "Job":
+        replace_on_changes = list(JOB_IMMUTABLE_FIELDS)
     return pulumi.ResourceOptions(
         parent=parent,
         depends_on=depends_on,
         ignore_changes=ignore_changes or None,
-        # A JobSet's replicated Jobs are immutable (its webhook refuses an update), which
-        # pulumi-kubernetes knows nothing of for a custom resource: any change replaces it.
-        replace_on_changes=["spec"] if node.kind == "JobSet" else None,
+        replace_on_changes=replace_on_changes,
         # A Job's pod template is immutable: a changed job is a new Job with the same name,
-        # so the old one must go first.
+        # so the old one must go first (pulumi-kubernetes would also decide so for a fixed
+        # name, provider.go `Diff`; saying it makes the preview exact).
         delete_before_replace=node.kind in ("Job", "JobSet"),
     )
 
 
-def pulumi_manifest(node: Node) -> Manifest:
-    """The manifest as registered with Pulumi: the graph's, plus skipAwait where needed."""
+def pulumi_manifest(node: Node, target: WatchTarget, *, gated: bool) -> Manifest:
+    """The manifest as registered with Pulumi: the graph's, with what Pulumi and the
+    watcher need.
+
+    - Jobs and StatefulSets: ``pulumi.com/waitFor`` (see :data:`WAIT_FOR`).
+    - ``gated`` Jobs are created suspended: the completion watcher starts each run, and
+      does not start one that is recorded as ended (:mod:`components.cluster.record`).
+    - ``ttlSecondsAfterFinished`` is left out: the watcher hands it to the Jobs once it has
+      recorded the run's end, so no Job vanishes before then (and without a watcher, or
+      for a JobSet, it is not applied: :func:`ttl_notices`).
+    - The anchor object carries the job's description for the watcher
+      (:data:`~components.cluster.target.WATCH_ANNOTATION`).
+    """
     manifest = dict(node.manifest)
+    meta = dict(manifest["metadata"])
     if node.kind in ("Job", "StatefulSet"):
-        meta = dict(manifest["metadata"])
-        meta["annotations"] = {**meta.get("annotations", {}), **SKIP_AWAIT}
-        manifest["metadata"] = meta
+        meta["annotations"] = {**meta.get("annotations", {}), **WAIT_FOR}
+    if (node.kind, node.name) == target.anchor:
+        meta["annotations"] = {
+            **meta.get("annotations", {}),
+            WATCH_ANNOTATION: target.to_annotation(),
+        }
+    manifest["metadata"] = meta
+    if node.kind in ("Job", "JobSet"):
+        spec = {k: v for k, v in manifest["spec"].items() if k != "ttlSecondsAfterFinished"}
+        if node.kind == "Job" and gated:
+            spec["suspend"] = True
+        manifest["spec"] = spec
     return manifest
+
+
+def ttl_notices(job: JobDefinition, *, watched: bool) -> list[str]:
+    """Why a job's ttlSecondsAfterFinished is not applied, when it is not."""
+    if job.ttl_seconds_after_finished is None:
+        return []
+    if job.queued:
+        return [
+            "runPolicy.ttlSecondsAfterFinished is not applied to a Kueue-queued job: when its "
+            "JobSet is removed, `pulumi up --refresh` would create it again and Kueue would "
+            "run the job again; the finished JobSet stays until `pulumi destroy`"
+        ]
+    if not watched:
+        return [
+            "runPolicy.ttlSecondsAfterFinished is not applied with trainjobs:watch false: "
+            "once the TTL removed the Jobs, `pulumi up --refresh` would create them again and "
+            "run the job again; with the watcher, the TTL is handed to the Jobs after the "
+            "run's end is recorded"
+        ]
+    return []
 
 
 class TrainingJob(pulumi.ComponentResource):
     """A training job's resource graph as one Pulumi component, typed
-    `trainjobs:index:<Kind>` (ChainerJob, TFJob or PyTorchJob)."""
+    `trainjobs:index:<Kind>` (ChainerJob, TFJob or PyTorchJob).
+
+    ``watched``: the stack's completion watcher sees this job through (it is created by
+    the program for every job of the stack at once, see :mod:`.completion`); the job's
+    Jobs are then created suspended and the watcher starts each run.
+    """
 
     namespace: pulumi.Output[str]
     master_job_name: pulumi.Output[str]
     worker_pod_names: pulumi.Output[list[str]]
     resources: dict[str, pulumi.CustomResource]
-
-    completion: JobCompletion | None
+    target: WatchTarget
+    notices: list[str]
+    """Things the program could not do as the spec says (logged as warnings)."""
 
     def __init__(
         self,
         job: JobDefinition,
-        watch: WatchSettings | None = None,
+        *,
+        watched: bool = True,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        """``watch``: settings for the completion watcher; None or ``watch=False`` for none."""
         super().__init__(f"trainjobs:index:{job.kind}", job.name, None, opts)
         self.resources = {}
-        # Workloads whose size the watcher owns. With worker Jobs (TF/PyTorch), a worker's
-        # failure makes the watcher stop the completion Job too.
-        workers = {worker.name for worker in job.workers}
-        if any(worker.kind == "Job" for worker in job.workers):
-            workers.add(job.completion_job)
+        gated = watched and not job.queued
+        self.target = watch_target(job, gated=gated)
+        self.notices = ttl_notices(job, watched=watched)
         for node in job.graph.nodes:
-            manifest = pulumi_manifest(node)
+            manifest = pulumi_manifest(node, self.target, gated=gated)
             kwargs: dict[str, Any] = {
                 _snake(key): value
                 for key, value in manifest.items()
@@ -122,11 +193,8 @@ class TrainingJob(pulumi.ComponentResource):
                 kwargs["data"] = ssh_secret_data(job.name, self)
             depends_on = [self.resources[key] for key in node.depends_on]
             self.resources[node.key] = resource_class(
-                node.name, opts=resource_options(node, self, depends_on, workers), **kwargs
+                node.name, opts=resource_options(node, self, depends_on, gated), **kwargs
             )
-        self.completion = None
-        if watch is not None and watch.watch:
-            self.completion = self._watch(job, watch)
         self.namespace = pulumi.Output.from_input(job.namespace)
         self.master_job_name = pulumi.Output.from_input(job.completion_job)
         self.worker_pod_names = pulumi.Output.from_input(job.worker_pods)
@@ -138,29 +206,27 @@ class TrainingJob(pulumi.ComponentResource):
             }
         )
 
-    def _watch(self, job: JobDefinition, settings: WatchSettings) -> JobCompletion:
-        """A watcher that starts once the master Job and the workers exist, and is replaced
-        with the master Job (its uid changes), so every run is seen through. With worker
-        Jobs (TFJob, PyTorchJob) it watches every Job of the job through their job-name
-        label, so that a failed worker ends the job at once, as in Kubeflow."""
-        from components.core.labels import JOB_NAME
+    @property
+    def workloads(self) -> list[pulumi.CustomResource]:
+        """What the watcher waits for before it starts: the workloads and the anchor."""
+        anchor = "/".join(self.target.anchor) if self.target.anchor else None
+        return [
+            resource
+            for key, resource in self.resources.items()
+            if key.split("/", 1)[0] in WORKLOAD_KINDS or key == anchor
+        ]
 
-        # A Kueue-queued job is one JobSet: its controller makes the Jobs, and a new JobSet
-        # (a new uid) is a new run.
-        jobset = self.resources.get(f"JobSet/{job.name}")
-        master = jobset or self.resources[f"Job/{job.completion_job}"]
-        workloads = [self.resources[f"{w.kind}/{w.name}"] for w in job.workers]
-        has_worker_jobs = jobset is not None or any(w.kind == "Job" for w in job.workers)
-        args = JobCompletionArgs.from_settings(
-            settings,
-            namespace=job.namespace,
-            job_name=job.completion_job,
-            workers=[WorkerRef(w.kind, w.name, w.replicas) for w in job.workers],  # type: ignore[arg-type]
-            job_uid=master.metadata.apply(lambda meta: meta.get("uid") if meta else None),
-            selector=f"{JOB_NAME}={job.name}" if has_worker_jobs else None,
-        )
-        return JobCompletion(
-            f"{job.name}-completion",
-            args,
-            pulumi.ResourceOptions(parent=self, depends_on=[master, *workloads]),
+    def uids(self) -> pulumi.Output[dict[str, str]]:
+        """Each workload's uid by name: a workload Pulumi replaced has a new one, which tells
+        the watcher that a new run may start."""
+        workloads = {
+            key.split("/", 1)[1]: resource
+            for key, resource in self.resources.items()
+            if key.split("/", 1)[0] in WORKLOAD_KINDS
+        }
+        return pulumi.Output.all(
+            **{
+                name: resource.metadata.apply(lambda meta: (meta or {}).get("uid"))  # type: ignore[attr-defined]
+                for name, resource in workloads.items()
+            }
         )

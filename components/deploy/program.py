@@ -19,7 +19,12 @@ from components.core.graph import (
     MPI_TRANSPORTS,
     GraphOptions,
 )
-from components.deploy.completion import WatchSettings
+from components.deploy.completion import (
+    OUTCOME_FIELDS,
+    JobCompletion,
+    WatchedJob,
+    WatchSettings,
+)
 from components.deploy.component import TrainingJob
 from components.images.gpu_support import check_images_on_pool
 from components.images.pinning import image_pins_from_config, pin_images
@@ -150,7 +155,8 @@ def load_jobs(settings: StackSettings) -> list[JobDefinition]:
 
 
 def run() -> None:
-    """Build one component per job and export its outputs, keyed by job name."""
+    """Build one component per job, one completion watcher for all of them, and export each
+    job's outputs, keyed by job name."""
     try:
         settings = StackSettings.from_config(pulumi.Config("trainjobs"))
         jobs = load_jobs(settings)
@@ -162,28 +168,43 @@ def run() -> None:
     except UserError as error:
         # RunError is reported by Pulumi without a stack trace.
         raise pulumi.RunError(str(error)) from None
+    components = []
     for job in jobs:
-        for warning in job.warnings:
-            pulumi.log.warn(f"{job.kind} {job.name}: {warning}")
-        component = TrainingJob(job, watch)
+        component = TrainingJob(job, watched=watch.watch)
+        for warning in [*job.warnings, *component.notices]:
+            pulumi.log.warn(f"{job.kind} {job.name}: {warning}", resource=component)
+        components.append(component)
+    completion = None
+    if watch.watch and components:
+        completion = JobCompletion(
+            "completion",
+            [WatchedJob(c.target, c.uids()) for c in components],
+            watch,
+            pulumi.ResourceOptions(depends_on=[w for c in components for w in c.workloads]),
+        )
+    for job, component in zip(jobs, components, strict=True):
         outputs: dict[str, object] = {
             "kind": job.kind,
             "namespace": component.namespace,
             "masterJobName": component.master_job_name,
             "workerPodNames": component.worker_pod_names,
         }
-        if component.completion is not None:
-            completion = component.completion
-            outputs["outcome"] = {
-                "phase": completion.phase,
-                "reason": completion.reason,
-                "message": completion.message,
-                "startTime": completion.start_time,
-                "completionTime": completion.completion_time,
-                "durationSeconds": completion.duration_seconds,
-                "succeeded": completion.succeeded,
-                "failed": completion.failed,
-                "workersScaledDown": completion.workers_scaled_down,
-                "diagnosis": completion.diagnosis,
-            }
+        if completion is not None:
+            outputs["outcome"] = _outcome(completion, component.target.key)
         pulumi.export(job.name, outputs)
+
+
+def _outcome(completion: JobCompletion, key: str) -> dict[str, pulumi.Output[object]]:
+    """One job's outcome from the watcher's, field by field (each unknown until it ends)."""
+
+    def field(name: str) -> pulumi.Output[object]:
+        return completion.outcomes.apply(
+            lambda outcomes: ((outcomes or {}).get(key) or {}).get(name)
+        )
+
+    return {_camel(name): field(name) for name in OUTCOME_FIELDS}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)

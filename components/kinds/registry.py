@@ -55,6 +55,21 @@ class JobDefinition:
     """Things the spec says that have no effect, or an effect the user may not expect."""
     gang_min_member: int | None = None
     """With a gang scheduler: how many pods must be placed together before any starts."""
+    anchor: tuple[str, str] = ("", "")
+    """(kind, name) of an object that lives as long as the job's stack and no TTL removes:
+    the deciding replica's Service, or a ChainerJob's assets ConfigMap. The completion
+    watcher reads the job's description from it and records finished runs on it."""
+    suspend: bool = False
+    """``runPolicy.suspend``: no pod runs until the spec says otherwise."""
+    ttl_seconds_after_finished: int | None = None
+    """``runPolicy.ttlSecondsAfterFinished``: how long the finished job's objects stay."""
+    elastic_min_members: int | None = None
+    """An elastic PyTorchJob: the workers its torchrun group needs (elasticPolicy.minReplicas)."""
+    elastic_restart_never: bool = False
+    """An elastic PyTorchJob whose workers' Kubeflow restartPolicy is Never: any failed worker
+    fails the job, as the operator decides."""
+    queued: bool = False
+    """Kueue queues the job: it is one JobSet, whose controller makes its Jobs."""
 
     @property
     def completion_job(self) -> str:
@@ -89,6 +104,7 @@ def _chainer(
         ],
         worker_pods=plan.worker_pods,
         warnings=tuple(plan.warnings),
+        anchor=("ConfigMap", plan.names.assets),
     )
 
 
@@ -99,15 +115,18 @@ def _replica_definition(plan: ReplicaJobPlan) -> JobDefinition:
         plan.groups_by_type[plan.success.type].name(plan.job, index)
         for index in plan.success.indexes
     }
+    # A suspended job's StatefulSets are created at 0 replicas; their declared size is the
+    # one a run restores.
     workloads = [
         Workload(
             "StatefulSet" if group.restart.pod == "Always" else "Job",
             group.name(plan.job, index),
-            0 if plan.run.suspend and group.restart.pod == "Always" else 1,
+            1,
         )
         for group in plan.groups
         for index in range(group.replicas)
     ]
+    deciding_group = plan.groups_by_type[plan.success.type]
     return JobDefinition(
         kind=plan.kind,
         name=plan.job,
@@ -121,6 +140,12 @@ def _replica_definition(plan: ReplicaJobPlan) -> JobDefinition:
         clean_pod_policy=plan.run.clean_pod_policy,
         warnings=tuple(plan.warnings),
         gang_min_member=plan.gang.min_member if plan.gang is not None else None,
+        anchor=("Service", deciding_group.name(plan.job, plan.success.indexes[0])),
+        suspend=plan.run.suspend,
+        ttl_seconds_after_finished=plan.run.ttl_seconds_after_finished,
+        elastic_min_members=plan.success.min_members,
+        elastic_restart_never=plan.success.any and deciding_group.restart.policy == "Never",
+        queued=queued,
     )
 
 

@@ -10,10 +10,11 @@ way the Pulumi engine and pulumi-kubernetes compare a stack's state with its pro
   inputs, so an ignored change alone leaves a resource unchanged. Such changes are still
   reported ("ignored") because `pulumi up` will not apply them.
 - Changed properties are classified with pulumi-kubernetes' replace-on-change table
-  (`provider/pkg/provider/diff.go`, v4): a change under one of its paths replaces the object,
-  any other change updates it in place. A replaced object whose name and namespace stay the
-  same is deleted before its replacement is created (the provider asks for that whenever the
-  name is fixed, and trainjobs never auto-names).
+  (`provider/pkg/provider/diff.go`, v4) and the resource's own `replaceOnChanges` option
+  (trainjobs sets it for the Job fields Kubernetes keeps immutable): a change under one of
+  those paths replaces the object, any other change updates it in place. A replaced object
+  whose name and namespace stay the same is deleted before its replacement is created (the
+  provider asks for that whenever the name is fixed, and trainjobs never auto-names).
 
 Both sides are assumed to match the cluster (no drift): the real provider diffs against the
 live object, which only a cluster can show. Secrets are never shown: previews already hold
@@ -83,7 +84,8 @@ class ResourceDiff:
             changed = ", ".join(f"`{rule.lstrip('.')}`" for rule in rules)
             triggers = tuple(c for c in self.changes if c.rule)
             text = f"{changed} changed ({_describe(triggers, secret=kind == 'Secret', limit=2)})"
-            text += f": {_why_replaced(manifest, rules)}"
+            own = {f".{path}" for path in self.resource.replace_on_changes}
+            text += f": {_why_replaced(manifest, rules, own)}"
             if self.delete_before_replace:
                 text += "; the old object is deleted first (same name)"
             return text
@@ -111,10 +113,15 @@ class ResourceDiff:
         return "\n".join(lines)
 
 
-def _why_replaced(manifest: dict[str, Any], rules: list[str]) -> str:
+def _why_replaced(manifest: dict[str, Any], rules: list[str], own: set[str]) -> str:
     if not manifest:  # the completion watcher
-        return "a watcher follows one run of one Job with one set of workers"
+        return "a watcher follows the jobs of one cluster"
     kind = f"{manifest.get('apiVersion')} {manifest.get('kind')}"
+    if set(rules) <= own:
+        return (
+            f"the API server refuses to change it on a {kind}, so the program replaces the "
+            "object (replaceOnChanges)"
+        )
     if set(rules) <= set(_IDENTITY):
         return "a new name or namespace is a new object"
     if manifest.get("kind") in ("ConfigMap", "Secret") and set(rules) & {
@@ -201,7 +208,7 @@ def diff_resource(
         return ResourceDiff("update" if changes else "same", base, head, changes)
     old, new = base.manifest, head.manifest
     effective_new = apply_ignore_changes(old, new, list(head.ignore_changes))
-    rules = replace_on_change(new, settings)
+    rules = replace_on_change(new, settings) + tuple(f".{p}" for p in head.replace_on_changes)
 
     def classified(after: dict[str, Any]) -> list[Change]:
         return [
@@ -265,31 +272,48 @@ class Comparison:
 
 
 def _rewatch_replaced_jobs(diffs: list[ResourceDiff]) -> list[ResourceDiff]:
-    """A completion watcher follows one run: its `job_uid` input is the master Job's uid, so
-    replacing the Job replaces the watcher. Previews cannot see uids (the cluster assigns
-    them), hence this rule, applied the way the engine would after the Job's replacement."""
-    replaced_jobs = {
+    """The completion watcher follows each job's runs through its workloads' uids
+    (``jobs[i].uids``): a replaced Job, StatefulSet or JobSet gets a new uid, and the
+    watcher an in-place update that watches the new run. Previews cannot see uids (the
+    cluster assigns them), hence this rule, applied the way the engine would after the
+    replacement."""
+    replaced = {
         d.head.manifest["metadata"]["name"]
         for d in diffs
         if d.operation == "replace"
         and d.head
         and d.head.manifest
-        and d.head.manifest["kind"] == "Job"
+        and d.head.manifest["kind"] in ("Job", "StatefulSet", "JobSet")
     }
     result = []
     for d in diffs:
         watcher = d.head is not None and d.head.type in DYNAMIC_REPLACE_ON and d.head.inputs
-        if (
-            watcher
-            and d.operation in ("same", "update")
-            and d.head.inputs.get("job_name") in replaced_jobs
-        ):
-            uid = Change(
-                ("job_uid",), "update", "(uid of the old Job)", "(uid of the new Job)", "job_uid"
-            )
-            d = ResourceDiff("replace", d.base, d.head, (*d.changes, uid), d.ignored)
+        if watcher and d.operation in ("same", "update"):
+            assert d.head is not None and d.head.inputs is not None
+            uids = [
+                Change(
+                    ("jobs", index, "uids", name),
+                    "update",
+                    f"(uid of the old {name})",
+                    f"(uid of the new {name})",
+                    None,
+                )
+                for index, job in enumerate(d.head.inputs.get("jobs") or [])
+                for name in _workloads_of(job.get("target") or {})
+                if name in replaced
+            ]
+            if uids:
+                d = ResourceDiff("update", d.base, d.head, (*d.changes, *uids), d.ignored)
         result.append(d)
     return result
+
+
+def _workloads_of(target: dict[str, Any]) -> list[str]:
+    names = [*target.get("success_jobs", []), *target.get("worker_jobs", [])]
+    names += [worker["name"] for worker in target.get("workers", [])]
+    if target.get("jobset"):
+        names.append(target["jobset"])
+    return list(dict.fromkeys(names))
 
 
 def compare(base: Snapshot, head: Snapshot, settings: ProviderSettings | None = None) -> Comparison:

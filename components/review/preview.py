@@ -45,6 +45,7 @@ class Registration:
     ignore_changes: list[str]
     delete_before_replace: bool
     inputs: dict[str, Any]
+    replace_on_changes: list[str] = field(default_factory=list)
 
     @property
     def is_kubernetes(self) -> bool:
@@ -71,6 +72,7 @@ class PreviewResult:
                 "parent": names.get(r.parent),
                 "dependsOn": sorted(names[d] for d in r.dependencies if d in names),
                 "ignoreChanges": r.ignore_changes,
+                "replaceOnChanges": r.replace_on_changes,
                 "deleteBeforeReplace": r.delete_before_replace,
                 # Kubernetes objects have their own files; other resources (the completion
                 # watcher) are summarised here so that diffs see their changes too.
@@ -123,6 +125,7 @@ class _RecordingMonitor(mocks.MockMonitor):
                     inputs=self.redactor.plain(
                         rpc.deserialize_properties(request.object, keep_unknowns=True)
                     ),
+                    replace_on_changes=list(request.replaceOnChanges),
                 )
             )
         return response

@@ -13,14 +13,7 @@ from components.review.stack_file import stack_settings
 # Replace-on-change inputs of dynamic resources, from their providers' `diff` (kept in step
 # with components.deploy.completion.REPLACE_ON by a test; not imported, to keep the CLI light).
 DYNAMIC_REPLACE_ON: dict[str, tuple[str, ...]] = {
-    "pulumi-python:dynamic/trainjobs:JobCompletion": (
-        "namespace",
-        "job_name",
-        "job_uid",
-        "template_hash",
-        "workers",
-        "context",
-    ),
+    "pulumi-python:dynamic/trainjobs:JobCompletion": ("context",),
 }
 
 

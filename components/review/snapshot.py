@@ -20,6 +20,9 @@ class Resource:
     type: str
     name: str
     ignore_changes: tuple[str, ...] = ()
+    replace_on_changes: tuple[str, ...] = ()
+    """Pulumi's ``replaceOnChanges`` option: changes there replace, whatever the provider
+    says (a preview written before trainjobs recorded it has none)."""
     delete_before_replace: bool = False
     manifest: dict[str, Any] | None = None
     inputs: dict[str, Any] | None = None
@@ -106,6 +109,7 @@ def load_preview(directory: Path) -> Snapshot:
             type=entry["type"],
             name=entry["name"],
             ignore_changes=tuple(entry.get("ignoreChanges") or ()),
+            replace_on_changes=tuple(entry.get("replaceOnChanges") or ()),
             delete_before_replace=bool(entry.get("deleteBeforeReplace")),
             manifest=manifest,
             inputs=entry.get("inputs"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import queue
 import threading
@@ -13,7 +14,7 @@ import pytest
 
 from components.cli import main as cli_main
 from components.cluster.client import load_api_client
-from components.cluster.errors import ClusterAccessError, RetryPolicy
+from components.cluster.errors import ClusterAccessError, ClusterUnreachable, RetryPolicy
 from components.cluster.outcome import Outcome
 from components.cluster.scaling import WorkerRef
 from components.cluster.status import WORKER_FAILED
@@ -177,7 +178,7 @@ def test_failure_message_names_pod_exit_code_and_ends_with_the_log_tail(
         "backoff limit)"
     )
     assert lines[1:] == [
-        f"workers scaled to 0: StatefulSet/{STS}",
+        f"workers stopped: StatefulSet/{STS}",
         "failed pods:",
         "  train-master-x7k2p (Failed): container chainer exited with code 137 (OOMKilled)",
         "last 2 log line(s) of train-master-x7k2p/chainer:",
@@ -256,7 +257,7 @@ def test_job_recreated_with_another_uid_counts_as_deleted(running_job: FakeKube,
     assert running_job.replicas(STS) == 0
 
 
-def test_indexed_worker_job_gets_parallelism_zero(kube: FakeKube, api: Any) -> None:
+def test_a_worker_job_is_suspended_keeping_its_size(kube: FakeKube, api: Any) -> None:
     kube.add_job(JOB)
     kube.add_job("train-worker", parallelism=4, completion_mode="Indexed")
     kube.complete_job(JOB)
@@ -265,9 +266,10 @@ def test_indexed_worker_job_gets_parallelism_zero(kube: FakeKube, api: Any) -> N
         api, NS, JOB, [WorkerRef("Job", "train-worker")], timeout_seconds=10, retry=FAST
     )
 
-    assert kube.get("jobs", "train-worker")["spec"]["parallelism"] == 0
+    spec = kube.get("jobs", "train-worker")["spec"]
+    assert (spec["suspend"], spec["parallelism"]) == (True, 4)
     assert [r.to_dict() for r in outcome.workers] == [
-        {"kind": "Job", "name": "train-worker", "scaled_down": True, "detail": "scaled to 0"}
+        {"kind": "Job", "name": "train-worker", "scaled_down": True, "detail": "suspended"}
     ]
 
 
@@ -305,7 +307,7 @@ def test_scale_down_refused_is_reported_not_raised(running_job: FakeKube, api: A
 
     assert outcome.workers_scaled_down is False
     assert outcome.describe().splitlines()[1] == (
-        f"workers NOT scaled to 0: StatefulSet/{STS} (HTTP 403 Forbidden)"
+        f"workers NOT stopped: StatefulSet/{STS} (HTTP 403 Forbidden)"
     )
     assert running_job.replicas(STS) == 2
 
@@ -396,6 +398,23 @@ def test_api_server_down_is_retried_until_it_returns(running_job: FakeKube, api:
     assert running_job.replicas(STS) == 0
 
 
+def test_an_api_server_that_stops_answering_is_reported_unreachable_not_running(
+    running_job: FakeKube, api: Any
+) -> None:
+    retry = dataclasses.replace(FAST, unreachable_seconds=0.3)
+    watch = Watch(running_job, api, retry=retry)
+    watch.wait_for_message(lambda m: m.endswith("elapsed"))
+    url = running_job.url
+    running_job.stop()
+
+    with pytest.raises(ClusterUnreachable) as raised:
+        watch.outcome()
+
+    assert str(raised.value).startswith(f"the Kubernetes API at {url} stopped answering for 0.")
+    assert "the job's state is unknown" in str(raised.value)
+    assert running_job.patches == []  # nothing was stopped: the job may well be running
+
+
 def test_api_server_restart_losing_state_reports_the_job_deleted(
     running_job: FakeKube, api: Any
 ) -> None:
@@ -438,8 +457,9 @@ def test_forbidden_list_is_a_user_error_naming_the_permissions(running_job: Fake
 
     assert str(raised.value) == (
         "the Kubernetes API refused to watch Job default/train-master (HTTP 403 Forbidden); "
-        "the kubeconfig's identity needs, in namespace default: get/list/watch on jobs, list "
-        "on pods, get on pods/log, patch on statefulsets/scale and jobs"
+        "the kubeconfig's identity needs, in namespace default: get/list/watch and patch on "
+        "jobs, list and delete on pods, get on pods/log, patch on statefulsets/scale, list, get "
+        "and patch on services and configmaps"
     )
 
 
@@ -703,7 +723,7 @@ def test_cli_watch_exits_0_when_the_job_succeeds(
     out = capsys.readouterr().out.splitlines()
     assert code == 0
     assert out[0].startswith("job default/train-master Succeeded (CompletionsReached: ")
-    assert out[1] == f"workers scaled to 0: StatefulSet/{STS}"
+    assert out[1] == f"workers stopped: StatefulSet/{STS}"
     assert kube.replicas(STS) == 0
 
 
@@ -728,7 +748,7 @@ def test_cli_watch_exits_1_with_the_diagnosis_when_the_job_fails(
     )
     assert error.startswith("error: job default/train-master Failed (BackoffLimitExceeded: ")
     assert report == [
-        "no workers to scale down",
+        "no workers to stop",
         "failed pods:",
         "  train-master-abcde (Failed): container chainer exited with code 137 (OOMKilled)",
         "last 1 log line(s) of train-master-abcde/chainer:",
@@ -937,8 +957,8 @@ def add_failed_worker_pod(kube: FakeKube) -> None:
     kube.set_log(WORKER_POD, "tensorflow", "step 40\nRuntimeError: NaN loss\n")
 
 
-def parallelism(kube: FakeKube, job: str) -> int:
-    return int(kube.get("jobs", job)["spec"]["parallelism"])
+def suspended(kube: FakeKube, job: str) -> bool:
+    return bool(kube.get("jobs", job)["spec"]["suspend"])
 
 
 def test_a_worker_job_failed_by_its_pod_failure_policy_fails_the_whole_job_at_once(
@@ -966,10 +986,10 @@ def test_a_failed_worker_job_stops_every_workload_the_chief_included(
 
     outcome = watch.outcome()
 
-    assert (parallelism(tf_job, TF_WORKER), tf_job.replicas(PS), parallelism(tf_job, CHIEF)) == (
+    assert (suspended(tf_job, TF_WORKER), tf_job.replicas(PS), suspended(tf_job, CHIEF)) == (
+        True,
         0,
-        0,
-        0,
+        True,
     )
     assert [r.to_dict() for r in outcome.workers] == [
         {
@@ -977,7 +997,7 @@ def test_a_failed_worker_job_stops_every_workload_the_chief_included(
             "name": TF_WORKER,
             "replicas": 2,
             "scaled_down": True,
-            "detail": "scaled to 0",
+            "detail": "suspended",
         },
         {
             "kind": "StatefulSet",
@@ -986,7 +1006,7 @@ def test_a_failed_worker_job_stops_every_workload_the_chief_included(
             "scaled_down": True,
             "detail": "scaled to 0",
         },
-        {"kind": "Job", "name": CHIEF, "scaled_down": True, "detail": "scaled to 0"},
+        {"kind": "Job", "name": CHIEF, "scaled_down": True, "detail": "suspended"},
     ]
     assert outcome.workers_scaled_down is True
 
@@ -1028,7 +1048,7 @@ def test_a_failed_worker_job_is_explained_in_the_report(tf_job: FakeKube, api: A
         f"job default/tf-chief Failed (WorkerFailed: {WORKER_FAILED_MESSAGE})"
     )
     assert lines[1:] == [
-        f"workers scaled to 0: Job/{TF_WORKER}, StatefulSet/{PS}, Job/{CHIEF}",
+        f"workers stopped: Job/{TF_WORKER}, StatefulSet/{PS}, Job/{CHIEF}",
         "failed pods:",
         f"  {WORKER_POD} (Failed): container tensorflow exited with code 1 (Error)",
         f"last 2 log line(s) of {WORKER_POD}/tensorflow:",
@@ -1055,14 +1075,14 @@ def test_a_worker_job_that_exceeds_its_backoff_limit_fails_the_whole_job(
 def test_a_worker_job_that_succeeds_does_not_end_the_job(tf_job: FakeKube, api: Any) -> None:
     watch = tf_watch(tf_job, api)
     tf_job.complete_job(TF_WORKER, succeeded=2)
-    watch.wait_for_message(lambda m: "worker Job" in m)
+    watch.wait_for_message(lambda m: "succeeded; waiting" in m)
     restored = [(p.name, p.body) for p in tf_job.patches]
     tf_job.complete_job(CHIEF)
 
     outcome = watch.outcome()
 
     assert restored == [  # the start of a run restores sizes; nothing was stopped yet
-        (TF_WORKER, {"spec": {"parallelism": 2}}),
+        (TF_WORKER, {"spec": {"suspend": False}}),
         (PS, {"spec": {"replicas": 1}}),
     ]
     assert (outcome.status.phase, outcome.status.reason, outcome.diagnosis) == (
@@ -1071,11 +1091,11 @@ def test_a_worker_job_that_succeeds_does_not_end_the_job(tf_job: FakeKube, api: 
         None,
     )
     assert (
-        "job default/tf-chief: worker Job default/tf-worker succeeded; waiting for Job "
-        "default/tf-chief"
+        "job default/tf-chief: Job default/tf-worker succeeded; waiting for the Jobs that "
+        "decide the job"
     ) in watch.reported
     assert [r.worker.name for r in outcome.workers] == [TF_WORKER, PS]
-    assert parallelism(tf_job, CHIEF) == 1
+    assert suspended(tf_job, CHIEF) is False
 
 
 def test_a_worker_job_that_failed_before_the_watch_ends_it_at_once_and_is_not_revived(
@@ -1088,9 +1108,9 @@ def test_a_worker_job_that_failed_before_the_watch_ends_it_at_once_and_is_not_re
     assert outcome.status.reason == WORKER_FAILED
     assert tf_job.count_requests("GET", JOBS_PATH, watch=True) == 0
     assert [(p.name, p.body) for p in tf_job.patches] == [
-        (TF_WORKER, {"spec": {"parallelism": 0}}),
+        (TF_WORKER, {"spec": {"suspend": True}}),
         (PS, {"spec": {"replicas": 0}}),
-        (CHIEF, {"spec": {"parallelism": 0}}),
+        (CHIEF, {"spec": {"suspend": True}}),
     ]
 
 
@@ -1108,7 +1128,7 @@ def test_a_worker_failure_while_the_api_server_is_down_is_seen_by_the_relist(
 
     assert (outcome.status.reason, outcome.status.failed_worker) == (WORKER_FAILED, TF_WORKER)
     assert tf_job.watches_opened == opened  # the re-list saw it; no new watch was needed
-    assert (tf_job.replicas(PS), parallelism(tf_job, CHIEF)) == (0, 0)
+    assert (tf_job.replicas(PS), suspended(tf_job, CHIEF)) == (0, True)
 
 
 def test_a_worker_failure_after_a_dropped_watch_is_seen(tf_job: FakeKube, api: Any) -> None:
@@ -1145,7 +1165,7 @@ def test_the_chiefs_own_failure_is_reported_as_before_and_the_chief_is_not_patch
     assert outcome.diagnosis is not None
     assert [p.pod for p in outcome.diagnosis.failed_pods] == ["tf-chief-0-fghij"]
     assert [r.worker.name for r in outcome.workers] == [TF_WORKER, PS]
-    assert parallelism(tf_job, CHIEF) == 1
+    assert suspended(tf_job, CHIEF) is False
 
 
 def test_a_chief_that_succeeded_decides_the_job_even_if_a_worker_failed_later(
@@ -1180,7 +1200,7 @@ def test_a_chief_the_selector_does_not_match_is_a_user_error(kube: FakeKube, api
 
     assert str(raised.value) == (
         "Job default/tf-chief does not match the label selector "
-        "'training.kubeflow.org/job-name=tf', which must match it and its worker Jobs; check "
+        "'training.kubeflow.org/job-name=tf', which must match it and the job's other Jobs; check "
         "the selector (e.g. training.kubeflow.org/job-name=JOB) and the Job's labels"
     )
 
@@ -1242,7 +1262,7 @@ def test_cli_watch_with_a_selector_fails_when_a_worker_job_fails(
     assert code == 1
     assert (result["reason"], result["message"]) == (WORKER_FAILED, WORKER_FAILED_MESSAGE)
     assert [w["name"] for w in result["workers"]] == [TF_WORKER, CHIEF]
-    assert parallelism(kube, CHIEF) == 0
+    assert suspended(kube, CHIEF) is True
 
 
 def test_cli_watch_with_job_workers_and_no_selector_says_what_it_misses(
@@ -1310,3 +1330,16 @@ def test_the_fake_refuses_a_selector_it_does_not_understand(kube: FakeKube, api:
         client.BatchV1Api(api).list_namespaced_job(NS, label_selector="role in (a,b)")
 
     assert raised.value.status == 400
+
+
+def test_a_kubeconfig_given_as_content_is_read_within_the_spec_bounds():
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+
+    with pytest.raises(UserError) as raised:
+        load_api_client("\n".join(lines) + "\n")
+
+    assert str(raised.value) == (
+        "the given kubeconfig is not a valid kubeconfig: line 5: this value holds more than "
+        "100000 values once its aliases are expanded; a job spec may hold at most that many"
+    )

@@ -17,14 +17,16 @@ import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime import mocks, rpc, settings
 
+from components.cluster.record import RECORD_ANNOTATION
+from components.cluster.rules import CompletionRules
 from components.cluster.scaling import WorkerRef
-from components.cluster.watch import JobWatchTimeout
+from components.cluster.target import WatchTarget
 from components.core.errors import UserError
 from components.deploy.completion import (
     JobCompletion,
-    JobCompletionArgs,
     JobCompletionProvider,
     JobFailedError,
+    WatchedJob,
     WatchSettings,
 )
 from tests.conftest import REPO
@@ -32,7 +34,36 @@ from tests.kubefake import FakeKube, running_fake, terminated
 
 NS = "default"
 JOB = "train-master"
-STS = "train-workerset-worker"
+STS = "train-worker"
+ANCHOR = "train-assets"
+
+
+def target(name: str = "train", *, run: str = "run-1", **changes: Any) -> WatchTarget:
+    """A ChainerJob-shaped job: a master Job, a worker StatefulSet of 2, an anchor ConfigMap."""
+    fields: dict[str, Any] = {
+        "namespace": NS,
+        "name": name,
+        "kind": "ChainerJob",
+        "rules": CompletionRules(f"{name}-master"),
+        "workers": (WorkerRef("StatefulSet", f"{name}-worker", 2),),
+        "run": run,
+        "anchor": ("ConfigMap", f"{name}-assets"),
+        "gated": True,
+    }
+    return WatchTarget(**{**fields, **changes})
+
+
+def deploy(kube: FakeKube, name: str = "train", *, suspended: bool = True) -> None:
+    """What `pulumi up` created: the anchor, the workers, the master Job (suspended)."""
+    labels = {"training.kubeflow.org/job-name": name}
+    kube.create(
+        "configmaps",
+        {"metadata": {"name": f"{name}-assets", "labels": labels}, "data": {"hostfile": "x"}},
+    )
+    kube.add_statefulset(f"{name}-worker", replicas=2)
+    kube.add_job(f"{name}-master", labels=labels)
+    kube.set_job_status(f"{name}-master")
+    kube.patch_object("jobs", f"{name}-master", NS, {"spec": {"suspend": suspended}})
 
 
 @pytest.fixture
@@ -45,16 +76,11 @@ def props(kube: FakeKube, tmp_path: Path) -> dict[str, Any]:
     """Inputs as the engine sends them to `create`: checked, plain values, the kubeconfig's
     content unwrapped from its secret, the serialized provider alongside."""
     return {
-        "namespace": NS,
-        "job_name": JOB,
-        "job_uid": None,
-        "template_hash": None,
-        "workers": [{"kind": "StatefulSet", "name": STS}],
+        "jobs": [{"target": target().to_dict(), "uids": {}}],
         "context": None,
         "timeout_seconds": 10,
         "fail_on_failure": True,
         "kubeconfig": kube.write_kubeconfig(tmp_path / "config").read_text(),
-        "selector": None,
         "__provider": "serialized-provider",
     }
 
@@ -68,386 +94,327 @@ def inputs_of(props: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in props.items() if k != "__provider"}
 
 
+def in_background(call: Any) -> Any:
+    """Run ``call`` on a thread; returns a function that waits for its result (or raises)."""
+    import concurrent.futures
+
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(call)
+    pool.shutdown(wait=False)
+    return lambda: future.result(timeout=20)
+
+
 # --- check and diff: offline -----------------------------------------------------------------
 
 
 def test_check_fills_in_defaults_and_drops_everything_else(provider: JobCompletionProvider):
-    news = {"namespace": NS, "job_name": JOB, "phase": None, "__provider": "x"}
+    news = {"jobs": [], "outcomes": None, "__provider": "x"}
 
     result = provider.check({}, news)
 
     assert result.failures == []
     assert result.inputs == {
-        "namespace": NS,
-        "job_name": JOB,
-        "job_uid": None,
-        "template_hash": None,
-        "workers": [],
+        "jobs": [],
         "context": None,
         "timeout_seconds": 86400,
         "fail_on_failure": True,
         "kubeconfig": None,
-        "selector": None,
     }
 
 
 def test_check_reports_every_invalid_input(provider: JobCompletionProvider) -> None:
+    bad_policy = target(clean_pod_policy="Sometimes").to_dict()
     news = {
-        "namespace": "",
-        "job_name": JOB,
-        "workers": [{"kind": "Deployment", "name": "w"}, {"kind": "Job", "name": ""}],
+        "jobs": [
+            {"target": target().to_dict(), "uids": []},
+            {"target": target().to_dict()},
+            {"target": bad_policy},
+            {"target": {"name": "x"}},
+            "nope",
+        ],
         "timeout_seconds": -5,
         "fail_on_failure": "yes",
-        "job_uid": 7,
+        "context": 7,
     }
 
     failures = provider.check({}, news).failures
 
     assert [(f.property, f.reason) for f in failures] == [
-        ("namespace", "must be a non-empty string, not ''"),
-        ("job_uid", "must be a string, not int"),
-        ("workers[0].kind", "must be StatefulSet or Job, not 'Deployment'"),
-        ("workers[1].name", "must be a non-empty string, not ''"),
+        ("jobs[0]", "uids must be a mapping of Job name to uid, not list"),
+        ("jobs[1]", "job default/train is watched twice"),
+        ("jobs[2]", "job default/train is watched twice"),
+        ("jobs[2]", "target.clean_pod_policy must be one of None, Running, All, not 'Sometimes'"),
+        ("jobs[3]", "target is not a watch description (KeyError: 'success_jobs')"),
+        ("jobs[4]", "must be a mapping {target, uids}"),
+        ("context", "must be a string, not int"),
         ("timeout_seconds", "must be a positive number of seconds, not -5"),
         ("fail_on_failure", "must be true or false"),
     ]
 
 
-def test_check_refuses_a_selector_that_is_not_a_string(provider: JobCompletionProvider):
-    failures = provider.check({}, {"namespace": NS, "job_name": JOB, "selector": ["a=b"]}).failures
-
-    assert [(f.property, f.reason) for f in failures] == [
-        ("selector", "must be a string, not list")
-    ]
-
-
 def test_check_accepts_values_unknown_during_preview(provider: JobCompletionProvider) -> None:
     news = {
-        "namespace": NS,
-        "job_name": rpc.UNKNOWN,
-        "job_uid": rpc.UNKNOWN,
-        "workers": rpc.UNKNOWN,
+        "jobs": [{"target": target().to_dict(), "uids": {"train-master": rpc.UNKNOWN}}],
+        "kubeconfig": rpc.UNKNOWN,
+        "timeout_seconds": rpc.UNKNOWN,
     }
 
     assert provider.check({}, news).failures == []
 
 
-@pytest.mark.parametrize(
-    ("change", "replaces"),
-    [
-        ({"job_uid": "uid-2"}, ["job_uid"]),
-        ({"job_uid": rpc.UNKNOWN}, ["job_uid"]),
-        ({"job_name": "other-master"}, ["job_name"]),
-        ({"template_hash": "b"}, ["template_hash"]),
-        ({"workers": [{"kind": "StatefulSet", "name": "other"}]}, ["workers"]),
-        ({"namespace": "team-a"}, ["namespace"]),
-        ({"context": "prod"}, ["context"]),
-    ],
-)
-def test_diff_replaces_the_watcher_for_another_run(
-    provider: JobCompletionProvider, change: dict[str, Any], replaces: list[str]
-) -> None:
-    olds = {"namespace": NS, "job_name": JOB, "job_uid": "uid-1", "template_hash": "a"}
+def test_diff_updates_in_place_for_a_new_run_of_a_job(provider: JobCompletionProvider, props):
+    news = {**props, "jobs": [{"target": target(run="run-2").to_dict(), "uids": {}}]}
 
-    result = provider.diff("id", olds, {**olds, **change})
+    diff = provider.diff("id", props, news)
 
-    assert (result.changes, result.replaces, result.delete_before_replace) == (
-        True,
-        replaces,
-        False,
-    )
+    assert (diff.changes, diff.replaces) == (True, [])
 
 
-@pytest.mark.parametrize(
-    "change",
-    [
-        {"timeout_seconds": 60},
-        {"fail_on_failure": False},
-        {"kubeconfig": "new"},
-        {"selector": "training.kubeflow.org/job-name=tf"},
-    ],
-)
-def test_diff_updates_in_place_for_watch_settings(
-    provider: JobCompletionProvider, change: dict[str, Any]
-) -> None:
-    olds = {"namespace": NS, "job_name": JOB}
+def test_diff_replaces_the_watcher_for_another_cluster(provider: JobCompletionProvider, props):
+    diff = provider.diff("id", props, {**props, "context": "other"})
 
-    result = provider.diff("id", olds, {**olds, **change})
-
-    assert (result.changes, result.replaces) == (True, [])
+    assert (diff.changes, diff.replaces, diff.delete_before_replace) == (True, ["context"], False)
 
 
-def test_diff_ignores_outputs_and_the_serialized_provider(provider: JobCompletionProvider):
-    olds = {"namespace": NS, "job_name": JOB, "phase": "Succeeded", "__provider": "old-code"}
-    news = {"namespace": NS, "job_name": JOB, "__provider": "new-code"}
+def test_diff_ignores_outputs_and_the_serialized_provider(provider: JobCompletionProvider, props):
+    olds = {**props, "outcomes": {"default/train": {"phase": "Succeeded"}}}
+    news = {**props, "__provider": "a-newer-serialization"}
 
-    result = provider.diff("id", olds, news)
-
-    assert (result.changes, result.replaces) == (False, [])
+    assert provider.diff("id", olds, news).changes is False
 
 
 def test_check_and_diff_never_contact_the_cluster(
     kube: FakeKube, provider: JobCompletionProvider, props: dict[str, Any]
 ) -> None:
     provider.check({}, props)
-    provider.diff("id", props, {**props, "job_uid": "x"})
+    provider.diff("id", props, {**props, "timeout_seconds": 60})
 
     assert kube.requests == []
 
 
-# --- create ----------------------------------------------------------------------------------
+# --- create: the watch -------------------------------------------------------------------------
 
 
-def test_create_records_the_outcome_when_the_job_succeeds(
+def test_create_starts_the_run_records_its_end_and_stops_the_workers(
     kube: FakeKube, provider: JobCompletionProvider, props: dict[str, Any]
 ) -> None:
-    uid = kube.add_job(JOB)["metadata"]["uid"]
-    kube.add_statefulset(STS)
+    deploy(kube)
+    result = in_background(lambda: provider.create(props))
+    kube.wait_until(lambda: not kube.get("jobs", JOB)["spec"]["suspend"])
+    kube.start_job(JOB)
     kube.complete_job(JOB)
-    kube.set_job_status(
-        JOB, startTime="2025-01-01T10:00:00Z", completionTime="2025-01-01T10:05:02Z"
+
+    created = result()
+
+    assert created.id == "trainjobs-completion"
+    outcome = created.outs["outcomes"]["default/train"]
+    assert (outcome["phase"], outcome["reason"], outcome["workers_scaled_down"]) == (
+        "Succeeded",
+        "CompletionsReached",
+        True,
     )
-
-    result = provider.create(props)
-
-    assert result.id == f"default/train-master@{uid}"
-    assert result.outs is not None
-    outputs = {k: v for k, v in result.outs.items() if k not in props}
-    assert outputs == {
-        "phase": "Succeeded",
-        "reason": "CompletionsReached",
-        "message": "Reached expected number of succeeded pods",
-        "start_time": "2025-01-01T10:00:00Z",
-        "completion_time": "2025-01-01T10:05:02Z",
-        "duration_seconds": 302.0,
-        "succeeded": 1,
-        "failed": 0,
-        "workers_scaled_down": True,
-        "diagnosis": None,
-    }
-    assert {k: result.outs[k] for k in inputs_of(props)} == inputs_of(props)
     assert kube.replicas(STS) == 0
+    record = json.loads(
+        kube.get("configmaps", ANCHOR)["metadata"]["annotations"][RECORD_ANNOTATION]
+    )
+    assert (record["run"], record["phase"]) == ("run-1", "Succeeded")
 
 
 def test_create_fails_the_update_with_exit_code_and_log_when_the_job_fails(
     kube: FakeKube, provider: JobCompletionProvider, props: dict[str, Any]
 ) -> None:
-    kube.add_job(JOB)
-    kube.add_statefulset(STS)
-    kube.add_pod("train-master-q8z", job_name=JOB, containers=[terminated("chainer", 1)])
-    kube.set_log("train-master-q8z", "chainer", "ValueError: bad batch size\n")
+    deploy(kube, suspended=False)
+    kube.add_pod("train-master-abcde", job_name=JOB, containers=[terminated("chainer", 1)])
+    kube.set_log("train-master-abcde", "chainer", "ValueError: bad batch size\n")
     kube.fail_job(JOB)
 
     with pytest.raises(JobFailedError) as raised:
         provider.create(props)
 
-    assert str(raised.value).splitlines()[1:] == [
-        f"workers scaled to 0: StatefulSet/{STS}",
+    assert str(raised.value).splitlines() == [
+        "job default/train Failed (BackoffLimitExceeded: Job has reached the specified backoff "
+        "limit); 0 succeeded, 1 failed pod(s)",
+        "workers stopped: StatefulSet/train-worker",
         "failed pods:",
-        "  train-master-q8z (Failed): container chainer exited with code 1 (Error)",
-        "last 1 log line(s) of train-master-q8z/chainer:",
+        "  train-master-abcde (Failed): container chainer exited with code 1 (Error)",
+        "last 1 log line(s) of train-master-abcde/chainer:",
         "  | ValueError: bad batch size",
     ]
-    assert kube.replicas(STS) == 0
 
 
 def test_create_records_a_failed_job_when_fail_on_failure_is_off(
     kube: FakeKube, provider: JobCompletionProvider, props: dict[str, Any]
 ) -> None:
-    kube.add_job(JOB)
-    kube.add_statefulset(STS)
-    kube.add_pod("train-master-q8z", job_name=JOB, containers=[terminated("chainer", 1)])
-    kube.fail_job(JOB, reason="DeadlineExceeded", message="deadline")
+    deploy(kube, suspended=False)
+    kube.fail_job(JOB, reason="DeadlineExceeded", message="too slow")
 
-    result = provider.create({**props, "fail_on_failure": False})
+    created = provider.create({**props, "fail_on_failure": False})
 
-    assert result.outs is not None
-    assert (result.outs["phase"], result.outs["reason"], result.outs["failed"]) == (
+    outcome = created.outs["outcomes"]["default/train"]
+    assert (outcome["phase"], outcome["reason"], outcome["message"]) == (
         "Failed",
         "DeadlineExceeded",
-        1,
+        "too slow",
     )
-    assert [p["pod"] for p in result.outs["diagnosis"]["failed_pods"]] == ["train-master-q8z"]
-    assert result.outs["workers_scaled_down"] is True
 
 
-def test_create_fails_when_the_workers_cannot_be_scaled_down(
+def test_create_fails_when_the_workers_cannot_be_stopped(
     kube: FakeKube, provider: JobCompletionProvider, props: dict[str, Any]
 ) -> None:
-    kube.add_job(JOB)
-    kube.add_statefulset(STS)
+    deploy(kube, suspended=False)
     kube.complete_job(JOB)
-    kube.fail_next(403, method="PATCH")
+    kube.fail_next(403, method="PATCH", path="/statefulsets/")
 
     with pytest.raises(JobFailedError) as raised:
         provider.create(props)
 
-    assert str(raised.value).splitlines()[1:] == [
-        f"workers NOT scaled to 0: StatefulSet/{STS} (HTTP 403 Forbidden)",
-        "run `pulumi up` again to retry",
-    ]
+    assert "workers NOT stopped: StatefulSet/train-worker (HTTP 403 Forbidden)" in str(raised.value)
+    assert str(raised.value).endswith("run `pulumi up` again to retry")
 
 
 def test_create_times_out_leaving_workers_running(
     kube: FakeKube, provider: JobCompletionProvider, props: dict[str, Any]
 ) -> None:
-    kube.add_job(JOB)
-    kube.add_statefulset(STS)
+    deploy(kube, suspended=False)
     kube.start_job(JOB)
 
-    with pytest.raises(JobWatchTimeout) as raised:
+    with pytest.raises(JobFailedError) as raised:
         provider.create({**props, "timeout_seconds": 0.3})
 
     assert str(raised.value) == (
-        "job default/train-master still running after 0.3s (Running: 1 active (1 ready), 0 succeeded, "
-        "0 failed); workers left running; run `pulumi up` again to keep watching"
+        "job default/train-master still running after 0.3s (Running: 1 active (1 ready), 0 "
+        "succeeded, 0 failed); workers left running; run `pulumi up` again to keep watching"
     )
     assert kube.replicas(STS) == 2
 
 
-def test_a_second_create_resumes_and_sees_the_job_that_finished_meanwhile(
+def test_a_run_recorded_as_ended_is_not_started_again(
     kube: FakeKube, provider: JobCompletionProvider, props: dict[str, Any]
 ) -> None:
-    kube.add_job(JOB)
-    kube.add_statefulset(STS)
-    kube.start_job(JOB)
-    with pytest.raises(JobWatchTimeout):
-        provider.create({**props, "timeout_seconds": 0.2})
-    kube.complete_job(JOB)  # between the two `pulumi up`s
+    """The Jobs were created again (suspended) after a TTL removed them: nothing runs."""
+    deploy(kube)
+    record = {"run": "run-1", "phase": "Succeeded", "reason": "CompletionsReached"}
+    kube.patch_object(
+        "configmaps",
+        ANCHOR,
+        NS,
+        {"metadata": {"annotations": {RECORD_ANNOTATION: json.dumps(record)}}},
+    )
 
-    result = provider.create(props)
+    created = provider.create(props)
 
-    assert result.outs is not None
-    assert (result.outs["phase"], kube.replicas(STS)) == ("Succeeded", 0)
+    outcome = created.outs["outcomes"]["default/train"]
+    assert (outcome["phase"], outcome["reason"]) == ("Succeeded", "CompletionsReached")
+    assert outcome["notes"] == [
+        "this run already ended (Succeeded), as recorded on ConfigMap/train-assets: its Jobs "
+        "stay suspended and nothing runs again. To run the job again, change its spec, e.g. "
+        "bump a trainjobs.io/run annotation on its pod templates"
+    ]
+    assert kube.get("jobs", JOB)["spec"]["suspend"] is True
+    assert kube.patches == []
+
+
+def test_a_job_its_spec_suspends_is_kept_suspended_and_reported(
+    kube: FakeKube, provider: JobCompletionProvider, props: dict[str, Any]
+) -> None:
+    deploy(kube)
+    props["jobs"] = [{"target": target(suspend=True).to_dict(), "uids": {}}]
+
+    outcome = provider.create(props).outs["outcomes"]["default/train"]
+
+    assert (outcome["phase"], outcome["message"]) == (
+        "Suspended",
+        "suspended by its spec (runPolicy.suspend: true); set it to false to run it",
+    )
+    assert (kube.get("jobs", JOB)["spec"]["suspend"], kube.replicas(STS)) == (True, 0)
 
 
 def test_create_watches_only_the_job_with_the_given_uid(
     kube: FakeKube, provider: JobCompletionProvider, props: dict[str, Any]
 ) -> None:
-    kube.add_job(JOB)
-    kube.complete_job(JOB)
+    deploy(kube, suspended=False)
+    props["jobs"][0]["uids"] = {JOB: "another-uid"}
 
-    with pytest.raises(JobFailedError) as raised:
-        provider.create({**props, "job_uid": "uid-of-an-older-run", "workers": []})
+    outcome = provider.create({**props, "fail_on_failure": False}).outs["outcomes"]["default/train"]
 
-    assert str(raised.value).startswith("job default/train-master Deleted (Deleted: Job ")
-
-
-def test_create_fails_the_update_when_a_worker_job_fails_and_stops_the_chief(
-    kube: FakeKube, provider: JobCompletionProvider, props: dict[str, Any]
-) -> None:
-    labels = {"training.kubeflow.org/job-name": "tf"}
-    kube.add_job("tf-chief", labels=labels)
-    kube.start_job("tf-chief")
-    kube.add_job("tf-worker", parallelism=2, completion_mode="Indexed", labels=labels)
-    kube.add_pod("tf-worker-1-ab", job_name="tf-worker", containers=[terminated("tensorflow", 3)])
-    kube.fail_job("tf-worker", reason="PodFailurePolicy", message="exit code 3")
-    tf_props = {
-        **props,
-        "job_name": "tf-chief",
-        "workers": [{"kind": "Job", "name": "tf-worker", "replicas": 2}],
-        "selector": "training.kubeflow.org/job-name=tf",
-    }
-
-    with pytest.raises(JobFailedError) as raised:
-        provider.create(tf_props)
-
-    assert (
-        str(raised.value)
-        .splitlines()[0]
-        .startswith(
-            "job default/tf-chief Failed (WorkerFailed: worker Job default/tf-worker failed "
-            "(PodFailurePolicy: exit code 3)) after "
-        )
+    assert (outcome["phase"], outcome["message"]) == (
+        "Deleted",
+        f"Job default/{JOB} was replaced by another Job with the same name (uid "
+        f"{kube.get('jobs', JOB)['metadata']['uid']}, expected another-uid)",
     )
-    assert str(raised.value).splitlines()[1:3] == [
-        "workers scaled to 0: Job/tf-worker, Job/tf-chief",
-        "failed pods:",
-    ]
-    assert kube.get("jobs", "tf-chief")["spec"]["parallelism"] == 0
 
 
-# --- read, update, delete --------------------------------------------------------------------
+# --- update, read, delete ----------------------------------------------------------------------
 
 
-def stored_state(props: dict[str, Any], **outputs: Any) -> dict[str, Any]:
-    """Outputs as a previous `create` left them in the state."""
-    recorded = {
-        "phase": "Succeeded",
-        "reason": "CompletionsReached",
-        "message": None,
-        "start_time": None,
-        "completion_time": None,
-        "duration_seconds": None,
-        "succeeded": 0,
-        "failed": 0,
-        "workers_scaled_down": True,
-        "diagnosis": None,
-    }
-    return {**props, **recorded, **outputs}
+def stored_state(props: dict[str, Any], outcome: dict[str, Any]) -> dict[str, Any]:
+    return {**props, "outcomes": {"default/train": outcome}}
 
 
-def test_read_refreshes_the_job_status_from_the_cluster(
+def test_update_keeps_the_outcome_of_an_unchanged_run_and_does_not_contact_the_cluster(
     kube: FakeKube, provider: JobCompletionProvider, props: dict[str, Any]
 ) -> None:
-    kube.add_job(JOB)
-    kube.start_job(JOB)
-    kube.complete_job(JOB, succeeded=3)
-
-    result = provider.read("default/train-master", stored_state(props))
-
-    assert result.id == "default/train-master"
-    assert result.outs is not None
-    assert (result.outs["phase"], result.outs["succeeded"], result.outs["message"]) == (
-        "Succeeded",
-        3,
-        "Reached expected number of succeeded pods",
-    )
-    assert result.outs["workers_scaled_down"] is True
-
-
-def test_read_keeps_the_recorded_outcome_when_the_job_is_gone(
-    kube: FakeKube, provider: JobCompletionProvider, props: dict[str, Any]
-) -> None:
-    state = stored_state(props, succeeded=2, start_time="2025-01-01T00:00:00Z")
-
-    result = provider.read("default/train-master", state)
-
-    assert result.outs == inputs_of(state)
-
-
-def test_read_keeps_a_worker_failure_and_does_not_read_the_stopped_chief(
-    kube: FakeKube, provider: JobCompletionProvider, props: dict[str, Any]
-) -> None:
-    kube.add_job(JOB)  # stopped by the watcher: no pods, no condition
-    state = stored_state(props, phase="Failed", reason="WorkerFailed", message="worker Job ...")
-
-    result = provider.read("default/train-master", state)
-
-    assert result.outs == inputs_of(state)
-    assert kube.requests == []
-
-
-def test_update_keeps_the_outcome_and_does_not_contact_the_cluster(
-    kube: FakeKube, provider: JobCompletionProvider, props: dict[str, Any]
-) -> None:
-    olds = stored_state(props, succeeded=2)
+    olds = stored_state(props, {"phase": "Succeeded"})
 
     result = provider.update("id", olds, {**props, "timeout_seconds": 60})
 
-    assert result.outs == {**inputs_of(olds), "timeout_seconds": 60}
+    assert (result.outs["outcomes"], result.outs["timeout_seconds"]) == (
+        {"default/train": {"phase": "Succeeded"}},
+        60,
+    )
     assert kube.requests == []
 
 
-def test_delete_leaves_the_job_and_the_workers_alone(
+def test_update_watches_a_new_run_and_keeps_the_other_jobs_outcomes(
     kube: FakeKube, provider: JobCompletionProvider, props: dict[str, Any]
 ) -> None:
-    kube.add_job(JOB)
-    kube.add_statefulset(STS)
+    deploy(kube, "other", suspended=False)
+    kube.complete_job("other-master")
+    other = {"target": target("other").to_dict(), "uids": {}}
+    olds = {
+        **props,
+        "jobs": [*props["jobs"], other],
+        "outcomes": {"default/train": {"phase": "Succeeded"}, "default/other": {"phase": "Old"}},
+    }
+    uid = kube.get("jobs", "other-master")["metadata"]["uid"]
+    news = {**props, "jobs": [*props["jobs"], {**other, "uids": {"other-master": uid}}]}
 
-    provider.delete("default/train-master", stored_state(props))
+    outcomes = provider.update("id", olds, news).outs["outcomes"]
 
+    assert (outcomes["default/train"], outcomes["default/other"]["phase"]) == (
+        {"phase": "Succeeded"},
+        "Succeeded",
+    )
+
+
+def test_update_drops_jobs_no_longer_in_the_stack(
+    provider: JobCompletionProvider, props: dict[str, Any]
+) -> None:
+    olds = stored_state(props, {"phase": "Succeeded"})
+
+    assert provider.update("id", olds, {**props, "jobs": []}).outs["outcomes"] == {}
+
+
+def test_read_keeps_the_recorded_outcomes_offline(
+    kube: FakeKube, provider: JobCompletionProvider, props: dict[str, Any]
+) -> None:
+    state = stored_state(props, {"phase": "Succeeded"})
+
+    result = provider.read("trainjobs-completion", state)
+
+    assert result.outs["outcomes"] == {"default/train": {"phase": "Succeeded"}}
     assert kube.requests == []
+
+
+def test_delete_leaves_the_jobs_and_the_workers_alone(
+    kube: FakeKube, provider: JobCompletionProvider, props: dict[str, Any]
+) -> None:
+    deploy(kube)
+
+    before = len(kube.requests)
+    provider.delete("trainjobs-completion", stored_state(props, {"phase": "Succeeded"}))
+
+    assert len(kube.requests) == before
     assert kube.replicas(STS) == 2
 
 
@@ -457,9 +424,8 @@ UNPICKLE_AND_CALL = """
 import base64, json, sys
 import dill
 provider = dill.loads(base64.b64decode(sys.stdin.read()))
-check = provider.check({}, {"namespace": "default", "job_name": "m", "timeout_seconds": 0})
-diff = provider.diff("id", {"namespace": "default", "job_name": "m"},
-                     {"namespace": "default", "job_name": "n"})
+check = provider.check({}, {"jobs": [], "timeout_seconds": 0})
+diff = provider.diff("id", {"context": "a"}, {"context": "b"})
 print(json.dumps({
     "class": f"{type(provider).__module__}.{type(provider).__qualname__}",
     "failures": [[f.property, f.reason] for f in check.failures],
@@ -485,7 +451,7 @@ def test_provider_unpickles_and_works_in_a_fresh_process_elsewhere(tmp_path: Pat
     assert json.loads(done.stdout) == {
         "class": "components.deploy.completion.JobCompletionProvider",
         "failures": [["timeout_seconds", "must be a positive number of seconds, not 0"]],
-        "replaces": ["job_name"],
+        "replaces": ["context"],
     }
 
 
@@ -527,24 +493,19 @@ def monitor() -> Iterator[_RecordingMonitor]:
     pulumi.runtime.set_all_config({}, [])
 
 
-def test_job_completion_registers_its_inputs_and_outputs_with_a_secret_kubeconfig(
+def test_job_completion_registers_its_jobs_and_a_secret_kubeconfig(
     monitor: _RecordingMonitor,
 ) -> None:
     seen: dict[str, Any] = {}
 
     @pulumi.runtime.test
     def register() -> pulumi.Output[Any]:
-        args = JobCompletionArgs(
-            namespace=NS,
-            job_name=JOB,
-            workers=[WorkerRef("StatefulSet", STS)],
-            job_uid="uid-1",
-            kubeconfig="apiVersion: v1\nkind: Config\n",
-        )
-        completion = JobCompletion("train-completion", args)
+        watch = WatchSettings(kubeconfig=pulumi.Output.from_input("apiVersion: v1\nkind: Config\n"))
+        jobs = [WatchedJob(target(), {JOB: "uid-1"}), WatchedJob(target("b"), {})]
+        completion = JobCompletion("completion", jobs, watch)
         kubeconfig = completion.kubeconfig  # type: ignore[attr-defined]
-        return pulumi.Output.all(completion.phase, kubeconfig.is_secret()).apply(
-            lambda values: seen.update(phase=values[0], kubeconfig_secret=values[1])
+        return pulumi.Output.all(completion.outcomes, kubeconfig.is_secret()).apply(
+            lambda values: seen.update(outcomes=values[0], kubeconfig_secret=values[1])
         )
 
     register()
@@ -554,25 +515,11 @@ def test_job_completion_registers_its_inputs_and_outputs_with_a_secret_kubeconfi
     assert request.type == "pulumi-python:dynamic/trainjobs:JobCompletion"
     assert list(request.additionalSecretOutputs) == ["kubeconfig"]
     assert rpc.is_rpc_secret(inputs["kubeconfig"])
-    assert {k: inputs[k] for k in ("namespace", "job_name", "job_uid", "workers")} == {
-        "namespace": NS,
-        "job_name": JOB,
-        "job_uid": "uid-1",
-        "workers": [{"kind": "StatefulSet", "name": STS}],
-    }
-    assert seen == {"phase": None, "kubeconfig_secret": True}
-
-
-def test_job_completion_registers_its_selector(monitor: _RecordingMonitor) -> None:
-    @pulumi.runtime.test
-    def register() -> pulumi.Output[Any]:
-        args = JobCompletionArgs(namespace=NS, job_name=JOB, selector="a=b")
-        return JobCompletion("train-completion", args).urn
-
-    register()
-
-    (request,) = monitor.requests
-    assert rpc.deserialize_properties(request.object)["selector"] == "a=b"
+    assert [(job["target"]["name"], job["uids"]) for job in inputs["jobs"]] == [
+        ("train", {JOB: "uid-1"}),
+        ("b", {}),
+    ]
+    assert seen == {"outcomes": None, "kubeconfig_secret": True}
 
 
 def settings_from(config: dict[str, str], secret_keys: list[str] | None = None) -> WatchSettings:

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from components.cli import main
+from components.cluster.target import WatchTarget
 from components.core.errors import UserError
 from components.review.preview import PreviewResult, Registration, run_preview
 from tests.conftest import REPO
@@ -46,7 +47,7 @@ def test_component_and_children_types(distributed):
         ("kubernetes:core/v1:Service", "chainermn-mnist"),
         ("kubernetes:apps/v1:StatefulSet", "chainermn-mnist-worker"),
         ("kubernetes:batch/v1:Job", "chainermn-mnist-master"),
-        (COMPLETION, "chainermn-mnist-completion"),
+        (COMPLETION, "completion"),
     ]
 
 
@@ -73,7 +74,8 @@ def test_depends_on_edges_order_assets_then_rbac_then_workload(distributed):
     }
 
 
-def test_statefulset_ignores_replica_changes_so_refresh_never_revives_workers(distributed):
+def test_pulumi_ignores_what_the_watcher_owns_so_refresh_never_revives_workers(distributed):
+    """The workers' size, and the Jobs' suspension (the watcher starts and stops runs)."""
     options = {r.name: r.ignore_changes for r in distributed.kubernetes_objects()}
     assert options == {
         "chainermn-mnist-assets": [],
@@ -82,8 +84,27 @@ def test_statefulset_ignores_replica_changes_so_refresh_never_revives_workers(di
         "chainermn-mnist-launcher-rolebinding": [],
         "chainermn-mnist": [],
         "chainermn-mnist-worker": ["spec.replicas"],
-        "chainermn-mnist-master": [],
+        "chainermn-mnist-master": ["spec.suspend"],
     }
+
+
+def test_the_master_job_is_created_suspended_and_without_its_ttl(distributed):
+    """The watcher starts the run, and hands a TTL to the Jobs once the run is recorded."""
+    spec = by_name(distributed)["chainermn-mnist-master"].inputs["spec"]
+    assert (spec["suspend"], "ttlSecondsAfterFinished" in spec) == (True, False)
+
+
+def test_jobs_are_replaced_when_an_immutable_field_changes(distributed):
+    """Kubernetes' ValidateJobSpecUpdate refuses these; pulumi-kubernetes alone would update."""
+    replace = {r.name: r.replace_on_changes for r in distributed.kubernetes_objects()}
+    assert replace["chainermn-mnist-master"] == [
+        "spec.completionMode",
+        "spec.podFailurePolicy",
+        "spec.successPolicy",
+        "spec.backoffLimitPerIndex",
+        "spec.managedBy",
+    ]
+    assert [name for name, paths in replace.items() if paths] == ["chainermn-mnist-master"]
 
 
 def test_master_job_is_deleted_before_it_is_replaced(distributed):
@@ -91,20 +112,36 @@ def test_master_job_is_deleted_before_it_is_replaced(distributed):
     assert flagged == ["chainermn-mnist-master"]
 
 
-def test_pulumi_does_not_block_on_the_job_or_the_workers(distributed):
+def test_pulumi_waits_for_the_workloads_to_exist_not_to_finish_and_awaits_their_deletion(
+    distributed,
+):
+    """waitFor, not skipAwait: skipAwait would also skip awaiting a Job's deletion, and the
+    replacement of a fixed-name Job would then race its predecessor."""
     annotations = {
         r.name: r.inputs["metadata"].get("annotations") for r in distributed.kubernetes_objects()
     }
-    assert annotations["chainermn-mnist-master"] == {"pulumi.com/skipAwait": "true"}
-    assert annotations["chainermn-mnist-worker"] == {"pulumi.com/skipAwait": "true"}
-    assert annotations["chainermn-mnist-assets"] is None
+    wait = {"pulumi.com/waitFor": "jsonpath={.metadata.uid}"}
+    assert annotations["chainermn-mnist-master"] == wait
+    assert annotations["chainermn-mnist-worker"] == wait
+    assert all("pulumi.com/skipAwait" not in (value or {}) for value in annotations.values())
+
+
+def test_the_anchor_carries_the_jobs_watch_description(distributed):
+    annotations = by_name(distributed)["chainermn-mnist-assets"].inputs["metadata"]["annotations"]
+    target = WatchTarget.from_annotation(annotations["trainjobs.io/watch"], "test")
+    assert (target.key, target.rules.master, target.anchor, target.gated) == (
+        "default/chainermn-mnist",
+        "chainermn-mnist-master",
+        ("ConfigMap", "chainermn-mnist-assets"),
+        True,
+    )
 
 
 def test_role_rules_registered_with_pulumi_are_exact(distributed):
     role = by_name(distributed)["chainermn-mnist-launcher-role"]
     pods = ["chainermn-mnist-worker-0", "chainermn-mnist-worker-1"]
     assert role.inputs["rules"] == [
-        {"apiGroups": [""], "resourceNames": pods, "resources": ["pods"], "verbs": ["get", "list"]},
+        {"apiGroups": [""], "resourceNames": pods, "resources": ["pods"], "verbs": ["get"]},
         {
             "apiGroups": [""],
             "resourceNames": pods,
@@ -121,6 +158,7 @@ def test_stack_exports_each_jobs_outputs(distributed):
         "durationSeconds",
         "failed",
         "message",
+        "notes",
         "phase",
         "reason",
         "startTime",
@@ -140,6 +178,7 @@ def test_stack_exports_each_jobs_outputs(distributed):
 
 def make_project(tmp_path: Path, config: dict, jobs: dict[str, str] | None = None) -> Path:
     """A project directory with the real program and the given stack config and job files."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     shutil.copy(REPO / "__main__.py", tmp_path / "__main__.py")
     shutil.copy(REPO / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
     (tmp_path / "jobs").mkdir()
@@ -254,6 +293,7 @@ def test_preview_writes_each_object_and_a_graph_summary(tmp_path, capsys):
         "parent": f"{CHAINER}::chainermn-mnist",
         "dependsOn": ["kubernetes:core/v1:Service::chainermn-mnist"],
         "ignoreChanges": ["spec.replicas"],
+        "replaceOnChanges": [],
         "deleteBeforeReplace": False,
     }
     assert "stack chainermn-mnist: 9 resources, 7 Kubernetes objects" in capsys.readouterr().out
@@ -297,36 +337,65 @@ def test_tf_job_stack_exports_the_chief_as_the_job_to_watch():
     }
 
 
-# The completion watcher
+# The completion watcher: one for the stack, watching every job at once
 
 
-def test_watcher_starts_after_the_master_job_and_the_workers(distributed):
-    watcher = by_name(distributed)["chainermn-mnist-completion"]
-    component = next(r for r in distributed.resources if r.type == CHAINER)
-    assert watcher.parent == component.urn
+def watched_jobs(result: PreviewResult) -> list[dict]:
+    return by_name(result)["completion"].inputs["jobs"]
+
+
+def test_watcher_starts_after_every_workload_and_anchor(distributed):
+    watcher = by_name(distributed)["completion"]
+    assert watcher.parent.endswith("::trainjobs::pulumi:pulumi:Stack::trainjobs-chainermn-mnist")
     assert names_of(distributed, watcher.dependencies) == {
+        "chainermn-mnist-assets",
         "chainermn-mnist-master",
         "chainermn-mnist-worker",
     }
 
 
-def test_watcher_inputs_name_the_job_and_the_workers_with_their_size(distributed):
-    inputs = by_name(distributed)["chainermn-mnist-completion"].inputs
-    assert {k: v for k, v in inputs.items() if k != "__provider"} == {
+def test_watcher_inputs_describe_the_job_and_its_workers_with_their_size(distributed):
+    inputs = by_name(distributed)["completion"].inputs
+    assert {k: v for k, v in inputs.items() if k not in ("__provider", "jobs")} == {
         "fail_on_failure": True,
-        "job_name": "chainermn-mnist-master",
-        "namespace": "default",
         "timeout_seconds": 86400,
-        "workers": [{"kind": "StatefulSet", "name": "chainermn-mnist-worker", "replicas": 2}],
+    }
+    [job] = inputs["jobs"]
+    job["target"].pop("run")
+    assert job == {
+        "target": {
+            "anchor": ["ConfigMap", "chainermn-mnist-assets"],
+            "clean_pod_policy": "Running",
+            "gated": True,
+            "kind": "ChainerJob",
+            "name": "chainermn-mnist",
+            "namespace": "default",
+            "success_any": False,
+            "success_jobs": ["chainermn-mnist-master"],
+            "suspend": False,
+            "worker_jobs": [],
+            "workers": [{"kind": "StatefulSet", "name": "chainermn-mnist-worker", "replicas": 2}],
+        },
+        "uids": {},  # known once the Jobs exist
     }
 
 
-def test_watch_false_creates_no_watcher(tmp_path):
+def test_a_stack_of_many_jobs_has_one_watcher_for_all_of_them(tmp_path):
+    jobs = {f"job-{i}.yaml": job_yaml(f"job-{i}") for i in range(6)}
+    project = make_project(tmp_path, {"trainjobs:jobs": "jobs/*.yaml"}, jobs)
+    result = run_preview("test", project)
+    assert [r.name for r in result.resources if r.type == COMPLETION] == ["completion"]
+    assert [job["target"]["name"] for job in watched_jobs(result)] == [f"job-{i}" for i in range(6)]
+
+
+def test_watch_false_creates_no_watcher_and_leaves_jobs_unsuspended(tmp_path):
     config = {"trainjobs:job": "jobs/a.yaml", "trainjobs:watch": "false"}
     project = make_project(tmp_path, config, {"a.yaml": job_yaml("alpha")})
     result = run_preview("test", project)
     assert [r.name for r in result.resources if r.type == COMPLETION] == []
     assert "outcome" not in result.outputs["alpha"]
+    master = by_name(result)["alpha-master"]
+    assert ("suspend" in master.inputs["spec"], master.ignore_changes) == (False, [])
 
 
 def test_watch_timeout_and_kubeconfig_come_from_stack_config_and_the_kubeconfig_stays_secret(
@@ -339,7 +408,7 @@ def test_watch_timeout_and_kubeconfig_come_from_stack_config_and_the_kubeconfig_
     }
     project = make_project(tmp_path, config, {"a.yaml": job_yaml("alpha")})
     result = run_preview("test", project)
-    inputs = by_name(result)["alpha-completion"].inputs
+    inputs = by_name(result)["completion"].inputs
     assert (inputs["timeout_seconds"], inputs["kubeconfig"]) == (5400, "[secret]")
     out = tmp_path / "out"
     assert main(["preview", "--stack", "test", "--project", str(project), "--out", str(out)]) == 0
@@ -353,35 +422,51 @@ def test_an_invalid_watch_timeout_is_a_clear_error(tmp_path):
         run_preview("test", project)
 
 
-def test_tf_watcher_stops_workers_and_parameter_servers_which_pulumi_then_ignores():
+def test_tf_watcher_decides_by_the_chief_and_watches_every_other_job():
     result = run_preview("tf-mnist", REPO)
-    inputs = by_name(result)["tf-mnist-completion"].inputs
-    assert (inputs["job_name"], inputs["workers"]) == (
-        "tf-mnist-chief-0",
-        [
-            {"kind": "Job", "name": "tf-mnist-worker-0", "replicas": 1},
-            {"kind": "Job", "name": "tf-mnist-worker-1", "replicas": 1},
-            {"kind": "Job", "name": "tf-mnist-ps-0", "replicas": 1},
-        ],
+    target = watched_jobs(result)[0]["target"]
+    assert (target["success_jobs"], target["worker_jobs"], target["anchor"]) == (
+        ["tf-mnist-chief-0"],
+        ["tf-mnist-worker-0", "tf-mnist-worker-1", "tf-mnist-ps-0"],
+        ["Service", "tf-mnist-chief-0"],
     )
     ignored = {r.name: r.ignore_changes for r in result.kubernetes_objects() if r.ignore_changes}
-    # The chief too: the watcher stops it when a worker fails.
+    # Every Job: the watcher starts them, and stops them (the chief too, when a worker fails).
     assert ignored == {
-        "tf-mnist-worker-0": ["spec.parallelism"],
-        "tf-mnist-worker-1": ["spec.parallelism"],
-        "tf-mnist-ps-0": ["spec.parallelism"],
-        "tf-mnist-chief-0": ["spec.parallelism"],
+        "tf-mnist-worker-0": ["spec.suspend"],
+        "tf-mnist-worker-1": ["spec.suspend"],
+        "tf-mnist-ps-0": ["spec.suspend"],
+        "tf-mnist-chief-0": ["spec.suspend"],
     }
 
 
-@pytest.mark.parametrize("job", ["tf-mnist", "pytorch-mnist"])
-def test_replica_job_watchers_watch_every_job_of_the_job_by_its_name_label(job):
-    inputs = by_name(run_preview(job, REPO))[f"{job}-completion"].inputs
-    assert inputs["selector"] == f"training.kubeflow.org/job-name={job}"
+def test_an_elastic_pytorch_job_is_watched_as_torchruns_group(tmp_path):
+    spec = (REPO / "jobs" / "pytorch-elastic.yaml").read_text()
+    project = make_project(tmp_path, {"trainjobs:job": "jobs/e.yaml"}, {"e.yaml": spec})
+    target = watched_jobs(run_preview("test", project))[0]["target"]
+    assert (target["success_jobs"], target["success_any"], target["elastic"]) == (
+        ["pytorch-elastic-worker-0", "pytorch-elastic-worker-1"],
+        True,
+        {"min_members": 2, "restart_never": False},
+    )
 
 
-def test_a_chainer_watcher_has_no_selector(distributed):
-    assert "selector" not in by_name(distributed)["chainermn-mnist-completion"].inputs
+def test_a_ttl_is_left_to_the_watcher_and_refused_without_one(tmp_path):
+    spec = yaml.safe_load((REPO / "jobs" / "pytorch-elastic.yaml").read_text())
+    spec["spec"]["runPolicy"]["ttlSecondsAfterFinished"] = 60
+    jobs = {"e.yaml": yaml.safe_dump(spec)}
+    watched = run_preview(
+        "test", make_project(tmp_path / "a", {"trainjobs:job": "jobs/e.yaml"}, jobs)
+    )
+    target = watched_jobs(watched)[0]["target"]
+    assert target["ttl_seconds_after_finished"] == 60
+    assert (
+        "ttlSecondsAfterFinished" not in by_name(watched)["pytorch-elastic-worker-0"].inputs["spec"]
+    )
+    config = {"trainjobs:job": "jobs/e.yaml", "trainjobs:watch": "false"}
+    unwatched = run_preview("test", make_project(tmp_path / "b", config, jobs))
+    worker = by_name(unwatched)["pytorch-elastic-worker-0"].inputs["spec"]
+    assert ("ttlSecondsAfterFinished" in worker, "suspend" in worker) == (False, False)
 
 
 def test_a_duplicate_name_is_reported_against_the_right_files_when_another_file_is_invalid(
@@ -417,3 +502,25 @@ def test_a_kueue_queued_job_is_one_jobset_resource_replaced_whole(tmp_path):
         if "kueue.x-k8s.io/queue-name" in (r.inputs["metadata"].get("labels") or {})
     ]
     assert queued == ["pytorch-simple"]
+
+
+@pytest.mark.parametrize(
+    "stack", sorted(p.stem.removeprefix("Pulumi.") for p in REPO.glob("Pulumi.*.yaml"))
+)
+def test_no_workload_of_any_stack_skips_the_await_of_its_deletion(stack):
+    """A replaced workload keeps its name: pulumi-kubernetes must wait for the old object to
+    be gone before creating the new one, which skipAwait would turn off for Jobs and
+    StatefulSets."""
+    workloads = [
+        r
+        for r in run_preview(stack, REPO).kubernetes_objects()
+        if r.inputs["kind"] in ("Job", "StatefulSet")
+    ]
+    assert workloads
+    assert {
+        r.name: (
+            r.inputs["metadata"]["annotations"].get("pulumi.com/skipAwait"),
+            r.inputs["metadata"]["annotations"]["pulumi.com/waitFor"],
+        )
+        for r in workloads
+    } == {r.name: (None, "jsonpath={.metadata.uid}") for r in workloads}

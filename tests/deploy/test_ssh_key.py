@@ -161,7 +161,7 @@ def test_the_preview_with_ssh_registers_no_rbac_and_a_key() -> None:
         ("kubernetes:core/v1:Service", "chainermn-mnist"),
         ("kubernetes:apps/v1:StatefulSet", "chainermn-mnist-worker"),
         ("kubernetes:batch/v1:Job", "chainermn-mnist-master"),
-        ("pulumi-python:dynamic/trainjobs:JobCompletion", "chainermn-mnist-completion"),
+        ("pulumi-python:dynamic/trainjobs:JobCompletion", "completion"),
     ]
 
 

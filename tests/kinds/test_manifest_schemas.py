@@ -12,9 +12,18 @@ from hypothesis import strategies as st
 
 from components.cli import main
 from components.core.graph import MPI_TRANSPORTS, GraphOptions
+from components.core.jobset import child_jobs
 from components.kinds.chainer import spec as chainer_spec
 from components.kinds.chainer.graph import build_graph
-from tests.conftest import KUBERNETES_VERSIONS, REPO, schema_problems
+from components.kinds.registry import load_job
+from tests.conftest import (
+    JOB_FIELDS_OFF_AT_MINIMUM,
+    KUBERNETES_VERSIONS,
+    MINIMUM_KUBERNETES,
+    REPO,
+    schema_problems,
+)
+from tests.kinds.test_corpus import RENDERED
 
 
 def written_manifests(directory: Path) -> list[dict]:
@@ -23,6 +32,27 @@ def written_manifests(directory: Path) -> list[dict]:
 
 def test_schema_check_covers_oldest_and_newest_versions():
     assert KUBERNETES_VERSIONS == ("1.30.0", "1.37.0")
+
+
+def test_the_readme_states_the_minimum_kubernetes_version():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert f"Kubernetes {MINIMUM_KUBERNETES} or later" in readme
+
+
+def test_no_job_depends_on_a_field_that_is_off_at_the_minimum_version():
+    """Schema checks cannot see feature gates: a workers-only TFJob written with a Job
+    successPolicy would validate against 1.30 and then wait for every worker there."""
+    specs = [*sorted((REPO / "jobs").glob("*.yaml")), *RENDERED]
+    used = {}
+    for path in specs:
+        for manifest in load_job(path).graph.manifests():
+            jobs = child_jobs(manifest) if manifest["kind"] == "JobSet" else [manifest]
+            for job in jobs:
+                if job["kind"] != "Job":
+                    continue
+                for field in JOB_FIELDS_OFF_AT_MINIMUM.keys() & job["spec"].keys():
+                    used[f"{path.name}: Job/{job['metadata']['name']}"] = field
+    assert used == {}
 
 
 def test_schema_check_rejects_an_unknown_pod_field():

@@ -14,12 +14,16 @@ import yaml
 
 from components.cli import main
 from components.core.graph import DEFAULT_KUBECTL_IMAGE
+from components.deploy.component import JOB_IMMUTABLE_FIELDS
+from components.deploy.watch_target import run_key
+from components.kinds.registry import parse_job
 from components.review.compare import Comparison, compare
 from components.review.properties import apply_ignore_changes, format_path
-from components.review.replacement import ProviderSettings
+from components.review.replacement import REPLACE_ON_CHANGE, ProviderSettings
 from components.review.report import render
 from components.review.snapshot import Resource, Snapshot, load_preview
 from tests.conftest import REPO
+from tests.kubefake import JOB_IMMUTABLE
 
 IMAGE = "trainjobs/chainermn:7.8.1"
 NEW_IMAGE = "trainjobs/chainermn:7.9.0"
@@ -105,10 +109,17 @@ def test_changing_the_image_replaces_the_master_job_and_updates_the_workers(tmp_
         tmp_path, {"demo.yaml": chainer_job()}, {"demo.yaml": chainer_job(image=NEW_IMAGE)}
     )
     assert changed(comparison) == {
+        # The anchor's watch description names the run, which changed.
+        "ConfigMap default/demo-assets": "update",
         "StatefulSet default/demo-worker": "update",
         "Job default/demo-master": "replace",
-        "JobCompletion demo-completion": "replace",
+        # One watcher for the stack: the replaced Job is a new run it watches in place.
+        "JobCompletion completion": "update",
     }
+
+
+def run_of(text: str) -> str:
+    return run_key(parse_job(yaml.safe_load(text), "demo.yaml"))
 
 
 def test_the_reasons_name_the_properties_and_the_replacement_rule(tmp_path):
@@ -124,9 +135,11 @@ def test_the_reasons_name_the_properties_and_the_replacement_rule(tmp_path):
             f"{NEW_IMAGE}): pulumi-kubernetes replaces a batch/v1 Job when it changes; "
             "the old object is deleted first (same name)"
         ),
-        "JobCompletion demo-completion": (
-            "`job_uid` changed (`job_uid` (uid of the old Job) → (uid of the new Job)): "
-            "a watcher follows one run of one Job with one set of workers"
+        "ConfigMap default/demo-assets": '`metadata.annotations["trainjobs.io/watch"]` updated',
+        "JobCompletion completion": (
+            f"`jobs[0].target.run` {run_of(chainer_job())} → "
+            f"{run_of(chainer_job(image=NEW_IMAGE))}, `jobs[0].uids.demo-master` (uid of the "
+            "old demo-master) → (uid of the new demo-master)"
         ),
     }
 
@@ -142,7 +155,7 @@ def test_changing_worker_replicas_replaces_the_assets_and_updates_the_role(tmp_p
         "Role default/demo-launcher-role": "update",
         "StatefulSet default/demo-worker": "same",
         "Job default/demo-master": "replace",
-        "JobCompletion demo-completion": "replace",
+        "JobCompletion completion": "update",
     }
 
 
@@ -157,8 +170,8 @@ def test_a_replica_change_alone_leaves_the_master_job_unchanged(tmp_path):
         "ConfigMap default/demo-assets": "replace",
         "Role default/demo-launcher-role": "update",
         "StatefulSet default/demo-worker": "same",
-        # The watcher owns the workers' size: a new size is a new watcher, which scales to it.
-        "JobCompletion demo-completion": "replace",
+        # The watcher owns the workers' size: a new size is a new run, which it scales to.
+        "JobCompletion completion": "update",
     }
 
 
@@ -225,7 +238,7 @@ def test_renaming_a_job_deletes_its_objects_and_creates_new_ones(tmp_path):
         "Service default/renamed": "create",
         "StatefulSet default/renamed-worker": "create",
         "Job default/renamed-master": "create",
-        "JobCompletion renamed-completion": "create",
+        "JobCompletion completion": "update",
         "ChainerJob demo": "delete",
         "ConfigMap default/demo-assets": "delete",
         "ServiceAccount default/demo-launcher": "delete",
@@ -234,7 +247,6 @@ def test_renaming_a_job_deletes_its_objects_and_creates_new_ones(tmp_path):
         "Service default/demo": "delete",
         "StatefulSet default/demo-worker": "delete",
         "Job default/demo-master": "delete",
-        "JobCompletion demo-completion": "delete",
     }
 
 
@@ -255,7 +267,7 @@ def test_moving_a_job_to_another_namespace_replaces_each_object(tmp_path):
         "StatefulSet ml/demo-worker": ("replace", False),
         # The component asks for it: a Job with a fixed name must go before its successor.
         "Job ml/demo-master": ("replace", True),
-        "JobCompletion demo-completion": ("replace", False),
+        "JobCompletion completion": ("update", False),
     }
 
 
@@ -275,7 +287,7 @@ def test_objects_are_matched_by_identity_not_by_file_number(tmp_path):
         "Service default/alpha": "create",
         "StatefulSet default/alpha-worker": "create",
         "Job default/alpha-master": "create",
-        "JobCompletion alpha-completion": "create",
+        "JobCompletion completion": "update",
     }
 
 
@@ -299,7 +311,7 @@ def test_expect_no_changes_exits_1_when_anything_changes(tmp_path, capsys):
         project, tmp_path / "head", "--against", str(tmp_path / "base"), "--expect-no-changes"
     )
     assert code == 1
-    assert "9 resources: 1 to update, 2 to replace, 6 unchanged." in capsys.readouterr().out
+    assert "9 resources: 3 to update, 1 to replace, 5 unchanged." in capsys.readouterr().out
 
 
 def test_only_ignored_changes_pass_expect_no_changes_as_in_pulumi():
@@ -321,14 +333,15 @@ def test_a_100_job_stack_with_one_changed_job_gives_a_short_report(tmp_path, cap
     assert preview(project, tmp_path / "head", "--against", str(tmp_path / "base")) == 0
     report = report_of(capsys.readouterr().out)
     assert len(report.encode()) < 64 * 1024
-    assert "900 resources: 1 to update, 2 to replace, 897 unchanged." in report
+    assert "801 resources: 3 to update, 1 to replace, 797 unchanged." in report
     rows = [line.split(" | ")[0] for line in report.splitlines() if line.startswith("| `")]
     assert rows == [
+        "| `ConfigMap default/job-042-assets`",
         "| `StatefulSet default/job-042-worker`",
         "| `Job default/job-042-master`",
-        "| `JobCompletion job-042-completion`",
+        "| `JobCompletion completion`",
     ]
-    assert report.count("<details>") == 2  # the watcher has no YAML of its own to diff
+    assert report.count("<details>") == 4
     assert "omitted" not in report
 
 
@@ -340,13 +353,13 @@ def test_an_oversized_report_is_capped_and_says_how_many_diffs_it_left_out(tmp_p
     report = render(comparison, base="main", head="pr", full_command=command, max_bytes=8000)
     shown = report.count("<details>")
     omitted = re.search(
-        r"\*\*(\d+) of 17 diffs omitted\*\* to keep this report under 8000 bytes\. "
+        r"\*\*(\d+) of 16 diffs omitted\*\* to keep this report under 8000 bytes\. "
         r"See every diff: `trainjobs diff --stack test --base main --max-bytes 0`",
         report,
     )
     assert len(report.encode()) <= 8000
     assert omitted is not None
-    assert shown + int(omitted.group(1)) == 17  # 14 objects, 2 watchers, the stack outputs
+    assert shown + int(omitted.group(1)) == 16  # 14 objects, the watcher, the stack outputs
 
 
 def test_diffs_are_folded_unified_yaml_diffs(tmp_path):
@@ -402,15 +415,16 @@ def test_diff_against_a_git_ref_reports_the_working_tree_change(tmp_path, capsys
     out = tmp_path / "report.md"
     assert diff(repo, "--out", str(out)) == 0
     assert capsys.readouterr().out == (
-        f"stack test (HEAD -> working tree): 1 update, 2 replace, 6 same\nwrote {out}\n"
+        f"stack test (HEAD -> working tree): 3 update, 1 replace, 5 same\nwrote {out}\n"
     )
     rows = [
         line.split(" | ")[:2] for line in out.read_text().splitlines() if line.startswith("| `")
     ]
     assert rows == [
+        ["| `ConfigMap default/demo-assets`", "update"],
         ["| `StatefulSet default/demo-worker`", "update"],
         ["| `Job default/demo-master`", "replace"],
-        ["| `JobCompletion demo-completion`", "replace"],
+        ["| `JobCompletion completion`", "update"],
     ]
 
 
@@ -436,8 +450,9 @@ def test_diff_evaluates_each_side_with_its_own_components(tmp_path):
         load_preview(tmp_path / "previews" / "base"), load_preview(tmp_path / "previews" / "head")
     )
     assert changed(comparison) == {
+        "ConfigMap default/demo-assets": "update",
         "Job default/demo-master": "replace",
-        "JobCompletion demo-completion": "replace",
+        "JobCompletion completion": "update",
     }
 
 
@@ -655,6 +670,77 @@ def test_the_watchers_replace_rules_match_its_provider():
     from components.review.replacement import DYNAMIC_REPLACE_ON
 
     assert DYNAMIC_REPLACE_ON["pulumi-python:dynamic/trainjobs:JobCompletion"] == REPLACE_ON
+
+
+# Job fields Kubernetes keeps immutable: replaced, never planned as an update.
+
+
+def job_resource(manifest: dict[str, Any]) -> Resource:
+    return Resource(
+        key="x",
+        type="kubernetes:batch/v1:Job",
+        name="x",
+        replace_on_changes=JOB_IMMUTABLE_FIELDS,
+        delete_before_replace=True,
+        manifest=manifest,
+    )
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("podFailurePolicy", {"rules": [{"action": "FailJob"}]}),
+        ("successPolicy", {"rules": [{"succeededIndexes": "0"}]}),
+        ("completionMode", "Indexed"),
+        ("backoffLimitPerIndex", 1),
+        ("managedBy", "kueue.x-k8s.io/multikueue"),
+    ],
+)
+def test_a_change_to_an_immutable_job_field_is_a_replacement(field: str, value: Any):
+    old = {"kind": "Job", **BASE_OBJECTS["Job"]}
+    new = yaml.safe_load(yaml.safe_dump(old))
+    new["spec"][field] = value
+
+    comparison = compare(
+        Snapshot("s", {"x": job_resource(old)}), Snapshot("s", {"x": job_resource(new)})
+    )
+
+    diff = comparison.resources[0]
+    assert (diff.operation, diff.delete_before_replace) == ("replace", True)
+    assert diff.reason == (
+        f"`spec.{field}` changed (`spec.{field}` added): the API server refuses to change it "
+        "on a batch/v1 Job, so the program replaces the object (replaceOnChanges); the old "
+        "object is deleted first (same name)"
+    )
+
+
+def test_every_immutable_job_field_is_replaced_by_pulumi_kubernetes_or_the_program():
+    """The fake refuses what Kubernetes' ValidateJobSpecUpdate refuses; each of those fields
+    must be in pulumi-kubernetes' replace table or in the program's replaceOnChanges."""
+    provider = {rule.removeprefix(".spec.") for rule in REPLACE_ON_CHANGE[("batch/v1", "Job")]}
+    program = {path.removeprefix("spec.") for path in JOB_IMMUTABLE_FIELDS}
+    immutable = {".".join(path) for path in JOB_IMMUTABLE}
+    assert immutable - provider - program == set()
+
+
+def test_a_restart_policy_change_that_drops_the_pod_failure_policy_replaces_the_job(tmp_path):
+    """ExitCode -> Never leaves the pod template as it was and removes the podFailurePolicy:
+    pulumi-kubernetes alone would update the Job, which the API server refuses."""
+    document = yaml.safe_load((REPO / "jobs" / "tf-mnist.yaml").read_text())
+    worker = document["spec"]["tfReplicaSpecs"]["Worker"]
+    worker["restartPolicy"] = "ExitCode"
+    before = yaml.safe_dump(document)
+    worker["restartPolicy"] = "Never"
+    comparison = compare_projects(
+        tmp_path, {"tf.yaml": before}, {"tf.yaml": yaml.safe_dump(document)}
+    )
+
+    workers = [r for r in comparison.notable if r.label.startswith("Job default/tf-mnist-worker")]
+    assert [(r.label, r.operation) for r in workers] == [
+        ("Job default/tf-mnist-worker-0", "replace"),
+        ("Job default/tf-mnist-worker-1", "replace"),
+    ]
+    assert workers[0].reason.startswith("`spec.podFailurePolicy` changed")
 
 
 def kubeconfig(token: str) -> str:

@@ -148,11 +148,16 @@ def _rbac(graph: Graph, plan: ChainerJobPlan, config_map: Node, labels: dict[str
 
 
 def _role(plan: ChainerJobPlan, labels: dict[str, str]) -> Manifest:
-    """Exec into this job's worker pods, and read them; nothing else.
+    """Read this job's worker pods one by one and exec into them; nothing else.
 
-    Every rule names its pods in ``resourceNames``: an empty list would mean *all* pods.
-    ``pods/exec`` needs ``get`` as well as ``create``: kubectl 1.30+ execs over WebSocket,
-    an HTTP GET that API servers before 1.35 authorize as ``get``; 1.35+ require ``create``.
+    Exactly what the assets do: the cluster waiter's ``kubectl get pod NAME`` (a GET) and
+    ``kubectl exec`` from the waiter and the rsh agent. Every rule names its pods in
+    ``resourceNames`` (an empty list would mean *all* pods). No ``list``: RBAC matches
+    ``resourceNames`` against a list only when it selects one name (``fieldSelector
+    metadata.name=``), which nothing here sends (kubernetes ``RequestInfoFactory``), so it
+    would grant nothing the assets use. ``pods/exec`` needs ``get`` as well as ``create``:
+    kubectl 1.30+ execs over WebSocket, an HTTP GET that API servers before 1.35 authorize
+    as ``get``; 1.35+ require ``create``.
     """
     pods = sorted(plan.worker_pods)
     return {
@@ -163,7 +168,7 @@ def _role(plan: ChainerJobPlan, labels: dict[str, str]) -> Manifest:
             {
                 "apiGroups": [""],
                 "resources": ["pods"],
-                "verbs": ["get", "list"],
+                "verbs": ["get"],
                 "resourceNames": pods,
             },
             {
@@ -299,9 +304,9 @@ def _master_job(plan: ChainerJobPlan, options: GraphOptions, labels: dict[str, s
         env += [
             {"name": "OMPI_MCA_plm_rsh_agent", "value": assets.KUBEXEC},
             # The master starts every worker's daemon itself. Open MPI 4 otherwise has daemons
-            # start further daemons with the same agent (tree spawn), and a worker has neither
-            # kubexec.sh nor kubectl, nor the Role's exec right: its orted fails in the rsh
-            # launcher's query (orte/mca/plm/rsh/plm_rsh_component.c, "Not found").
+            # start further daemons with the same agent (tree spawn, past routed_radix hosts:
+            # remote_spawn in orte/mca/plm/rsh/plm_rsh_module.c), and a worker has no kubectl
+            # or token; each daemon also checks that the agent exists (plm_rsh_component.c).
             {"name": "OMPI_MCA_plm_rsh_no_tree_spawn", "value": "1"},
             # Without tree spawn Open MPI daemonizes each daemon and ends its exec session;
             # kept attached, a daemon stays the exec stream it was started by, as with tree

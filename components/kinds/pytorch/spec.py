@@ -342,7 +342,12 @@ def _map_versions(
         assert workers is not None
         # Without a Master: every Worker must succeed; an elastic job ends when torchrun's
         # group does, which any Worker succeeding shows (training-operator 1.7+).
-        success = Success("worker", tuple(range(workers.replicas)), any=elastic is not None)
+        success = Success(
+            "worker",
+            tuple(range(workers.replicas)),
+            any=elastic is not None,
+            min_members=elastic.min_replicas if elastic is not None else None,
+        )
     ordered = [deciding_restart(group, success, warnings) for group in ordered]
     return {"groups": ordered, "run": run, "success": success, "env": env, "env_target": "all"}
 

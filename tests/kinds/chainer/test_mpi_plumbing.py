@@ -107,6 +107,45 @@ def test_ranks_in_different_pods_exchange_data_over_mpi(tmp_path: Path) -> None:
     ]
 
 
+def tree_job(workers: int, *extra_env: dict[str, str]) -> dict[str, Any]:
+    """An allreduce over the master and ``workers`` workers, with Open MPI's routing tree
+    shrunk to 2 children per daemon: past 2 hosts, Open MPI 4 would launch daemons from
+    daemons (as it does past 64 hosts by default)."""
+    program = (
+        "import os; from mpi4py import MPI; world = MPI.COMM_WORLD; "
+        "os.write(1, f'rank {world.rank} sum {world.allreduce(1)}\\n'.encode())"
+    )
+    ranks = str(workers + 1)
+    document = distributed_job(
+        "mpiexec", "--allow-run-as-root", "-n", ranks, "python3", "-c", program
+    )
+    document["spec"]["worker"]["replicas"] = workers
+    container = document["spec"]["master"]["template"]["spec"]["containers"][0]
+    container["env"] = [{"name": "OMPI_MCA_routed_radix", "value": "2"}, *extra_env]
+    return document
+
+
+@needs_pod_network
+def test_every_mpi_daemon_is_launched_from_the_master_past_the_routing_radix(tmp_path: Path):
+    result, log = run_locally(tree_job(4), tmp_path / "run")
+
+    assert result.outcome == "Succeeded", "\n".join([result.message, *log])
+    assert sorted(line for line in log if line.startswith("rank ")) == [
+        f"rank {rank} sum 5" for rank in range(5)
+    ]
+
+
+@needs_pod_network
+def test_a_tree_launch_fails_because_workers_have_no_way_to_exec(tmp_path: Path) -> None:
+    """Why the master sets plm_rsh_no_tree_spawn: undone, daemons in worker pods must start
+    the next ones with the rsh agent, and worker pods have no kubectl credentials."""
+    tree = {"name": "OMPI_MCA_plm_rsh_no_tree_spawn", "value": "0"}
+    result, log = run_locally(tree_job(4, tree), tmp_path / "run")
+
+    assert result.outcome == "Failed"
+    assert not [line for line in log if line.startswith("rank ")]
+
+
 @needs_pod_network
 def test_pod_names_resolve_in_every_cluster_dns_form(tmp_path: Path) -> None:
     names = [

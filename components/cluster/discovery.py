@@ -1,0 +1,184 @@
+"""Finding training jobs by name, and how each stands: `trainjobs watch JOB` and `status`.
+
+Every object trainjobs creates carries Kubeflow's ``training.kubeflow.org/job-name`` label
+and ``app.kubernetes.io/managed-by: trainjobs``; a job's anchor object (the deciding
+replica's Service, or a ChainerJob's assets ConfigMap) carries its description for the
+watcher (:data:`~components.cluster.target.WATCH_ANNOTATION`). Requests are retried while
+the API server cannot be reached, for as long as the retry policy gives a first contact;
+then :class:`~components.cluster.errors.ClusterUnreachable`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from components.cluster.errors import DEFAULT_RETRY, RetryPolicy, call_with_retries
+from components.cluster.record import FinishedRun, annotations_of, read_record
+from components.cluster.rules import decide
+from components.cluster.status import SUSPENDED, JobStatus
+from components.cluster.target import WATCH_ANNOTATION, WatchTarget
+from components.cluster.watch import job_statuses, jobs_by_name
+from components.core.errors import UserError
+from components.core.labels import JOB_NAME, MANAGED_BY
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+MANAGED = f"app.kubernetes.io/managed-by={MANAGED_BY}"
+
+
+def _anchors(
+    api: ApiClient, namespace: str, selector: str, retry: RetryPolicy
+) -> list[tuple[str, Any]]:
+    """(kind, object) of every Service and ConfigMap the selector matches."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    timeout = (retry.connect_timeout, retry.request_timeout)
+    found: list[tuple[str, Any]] = []
+    for kind, lister in (
+        ("Service", core.list_namespaced_service),
+        ("ConfigMap", core.list_namespaced_config_map),
+    ):
+        listing = call_with_retries(
+            api,
+            f"list {kind.lower()}s",
+            namespace,
+            lambda lister=lister: lister(
+                namespace, label_selector=selector, _request_timeout=timeout
+            ),
+            retry,
+        )
+        found += [(kind, item) for item in (listing.items if listing is not None else [])]
+    return found
+
+
+def _target_of(kind: str, obj: Any) -> WatchTarget | None:
+    text = annotations_of(obj).get(WATCH_ANNOTATION)
+    if not text:
+        return None
+    where = f"{kind} {obj.metadata.namespace}/{obj.metadata.name}"
+    return WatchTarget.from_annotation(text, where)
+
+
+def list_targets(
+    api: ApiClient, namespace: str, *, retry: RetryPolicy = DEFAULT_RETRY
+) -> list[WatchTarget]:
+    """Every training job trainjobs deployed in the namespace, by name."""
+    targets = {
+        target.name: target
+        for kind, obj in _anchors(api, namespace, MANAGED, retry)
+        if (target := _target_of(kind, obj)) is not None
+    }
+    return [targets[name] for name in sorted(targets)]
+
+
+def find_target(
+    api: ApiClient, namespace: str, name: str, *, retry: RetryPolicy = DEFAULT_RETRY
+) -> WatchTarget | None:
+    """The training job called ``name``, found by its job-name label; None if there is none."""
+    for kind, obj in _anchors(api, namespace, f"{JOB_NAME}={name}", retry):
+        target = _target_of(kind, obj)
+        if target is not None and target.name == name:
+            return target
+    return None
+
+
+def job_exists(
+    api: ApiClient, namespace: str, name: str, *, retry: RetryPolicy = DEFAULT_RETRY
+) -> bool:
+    """Whether a batch/v1 Job called ``name`` exists (the explicit `trainjobs watch` form)."""
+    from kubernetes import client
+
+    batch = client.BatchV1Api(api)
+    timeout = (retry.connect_timeout, retry.request_timeout)
+    job = call_with_retries(
+        api,
+        f"get Job {namespace}/{name}",
+        namespace,
+        lambda: batch.read_namespaced_job(name, namespace, _request_timeout=timeout),
+        retry,
+        missing_ok=True,
+    )
+    return job is not None
+
+
+def unknown_job(name: str, namespace: str, targets: list[WatchTarget]) -> UserError:
+    """The error for a name that matches no training job, naming those that exist."""
+    known = ", ".join(target.name for target in targets) or "none"
+    return UserError(
+        f"no training job {name!r} in namespace {namespace} (training jobs there: {known}); "
+        "give a job's metadata.name, or a Job with --worker/--selector"
+    )
+
+
+@dataclass(frozen=True)
+class JobState:
+    """How a training job stands: a phase and one line of detail."""
+
+    name: str
+    kind: str
+    phase: str
+    detail: str
+
+
+def job_state(
+    api: ApiClient, target: WatchTarget, *, retry: RetryPolicy = DEFAULT_RETRY
+) -> JobState:
+    """The job's phase from its Jobs (Kubeflow's rules, as the watcher applies them) and
+    its recorded run: Pending, Running, Suspended, Succeeded, Failed, or Missing."""
+    from kubernetes import client
+
+    timeout = (retry.connect_timeout, retry.request_timeout)
+    listing = call_with_retries(
+        api,
+        f"list the Jobs of {target.key}",
+        target.namespace,
+        lambda: client.BatchV1Api(api).list_namespaced_job(
+            target.namespace, label_selector=target.selector, _request_timeout=timeout
+        ),
+        retry,
+    )
+    jobs = jobs_by_name(listing.items if listing is not None else [])
+    finished = _recorded(api, target, retry)
+    statuses = job_statuses(jobs, target.rules.watched)
+    master = statuses.get(target.rules.master)
+    ended = finished is not None and finished.run == target.run
+    if master is None:
+        if ended and finished is not None:
+            return _from_record(target, finished, "its Jobs were removed")
+        return JobState(target.name, target.kind, "Missing", "its Jobs do not exist")
+    if master.phase == SUSPENDED and ended and finished is not None:
+        return _from_record(target, finished, "its Jobs stay suspended")
+    final, _ = decide(target.rules, statuses, target.namespace)
+    if final is not None:
+        detail = ": ".join(part for part in (final.reason, final.message) if part)
+        return JobState(target.name, target.kind, final.phase, detail)
+    return JobState(target.name, target.kind, master.phase, _counts(statuses))
+
+
+def _recorded(api: ApiClient, target: WatchTarget, retry: RetryPolicy) -> FinishedRun | None:
+    if target.anchor is None:
+        return None
+    return read_record(api, target.namespace, target.anchor, retry=retry)
+
+
+def _from_record(target: WatchTarget, finished: FinishedRun, why: str) -> JobState:
+    detail = ": ".join(part for part in (finished.reason, finished.message) if part)
+    note = f"recorded run ({why})"
+    return JobState(
+        target.name, target.kind, finished.phase, f"{detail}; {note}" if detail else note
+    )
+
+
+def _counts(statuses: Mapping[str, JobStatus]) -> str:
+    active = sum(s.active for s in statuses.values())
+    ready = sum(s.ready for s in statuses.values())
+    succeeded = sum(s.succeeded for s in statuses.values())
+    failed = sum(s.failed for s in statuses.values())
+    return (
+        f"{len(statuses)} Job(s): {active} active ({ready} ready), {succeeded} succeeded, "
+        f"{failed} failed pod(s)"
+    )

@@ -1,0 +1,142 @@
+"""The record of a job's finished run, kept in the cluster on the job's anchor object.
+
+Why it exists: ``ttlSecondsAfterFinished`` removes a finished job's Jobs, Pulumi's state
+still lists them, and `pulumi up --refresh` then drops them from the state (pulumi-kubernetes
+``Read`` answers a 404 with an empty response) so that the next `pulumi up` creates them
+again: without a guard, the training would run a second time. The guard has two halves:
+
+- with the completion watcher, the Pulumi program creates every Job suspended and only the
+  watcher starts a run (:mod:`components.cluster.supervisor`);
+- when a run ends, the watcher writes ``trainjobs.io/finished-run`` on the job's anchor (the
+  deciding replica's Service, or a ChainerJob's assets ConfigMap: objects no TTL removes):
+  the run's identity (a hash of the job's workloads as declared) and how it ended. A Job
+  created again for a run that is recorded as ended stays suspended. A changed job (a new
+  identity) is a new run.
+
+The annotation is not in the program's manifest, so Pulumi never sees it: a refresh keeps
+only the fields the program declares (pulumi-kubernetes ``pruneLiveState``), and server-side
+apply leaves a field that another field manager owns alone. The record goes with its
+anchor when the stack is destroyed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from components.cluster.diagnosis import describe_error
+from components.cluster.errors import DEFAULT_RETRY, RetryPolicy, call_with_retries
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+RECORD_ANNOTATION = "trainjobs.io/finished-run"
+
+
+@dataclass(frozen=True)
+class FinishedRun:
+    """How a run ended, as recorded: its identity, phase, reason, message and end time."""
+
+    run: str
+    phase: str
+    reason: str | None = None
+    message: str | None = None
+    completion_time: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "run": self.run,
+                "phase": self.phase,
+                "reason": self.reason,
+                "message": self.message,
+                "completionTime": self.completion_time,
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> FinishedRun | None:
+        """None for anything that is not a record (an unreadable one is not a finished run)."""
+        try:
+            data = json.loads(text)
+            return cls(
+                run=str(data["run"]),
+                phase=str(data["phase"]),
+                reason=data.get("reason"),
+                message=data.get("message"),
+                completion_time=data.get("completionTime"),
+            )
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+
+def _api(api: ApiClient, kind: str) -> tuple[Any, Any]:
+    """(read, patch) for the anchor's kind."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    if kind == "Service":
+        return core.read_namespaced_service, core.patch_namespaced_service
+    if kind == "ConfigMap":
+        return core.read_namespaced_config_map, core.patch_namespaced_config_map
+    raise ValueError(f"a run record lives on a Service or a ConfigMap, not a {kind}")
+
+
+def annotations_of(obj: Any) -> Mapping[str, str]:
+    metadata = getattr(obj, "metadata", None)
+    return (metadata.annotations if metadata is not None else None) or {}
+
+
+def read_record(
+    api: ApiClient,
+    namespace: str,
+    anchor: tuple[str, str],
+    *,
+    retry: RetryPolicy = DEFAULT_RETRY,
+) -> FinishedRun | None:
+    """The recorded run, or None (no anchor, no record). Transient errors are retried; what
+    remains propagates (ClusterUnreachable, ClusterAccessError): the caller must not start
+    a run it cannot check."""
+    kind, name = anchor
+    read, _ = _api(api, kind)
+    timeout = (retry.connect_timeout, retry.request_timeout)
+    obj = call_with_retries(
+        api,
+        f"get {kind} {namespace}/{name}",
+        namespace,
+        lambda: read(name, namespace, _request_timeout=timeout),
+        retry,
+        missing_ok=True,
+    )
+    if obj is None:
+        return None
+    text = annotations_of(obj).get(RECORD_ANNOTATION)
+    return FinishedRun.from_json(text) if text else None
+
+
+def write_record(
+    api: ApiClient,
+    namespace: str,
+    anchor: tuple[str, str],
+    finished: FinishedRun,
+    *,
+    retry: RetryPolicy = DEFAULT_RETRY,
+) -> str | None:
+    """Record the run on its anchor; None when done, else why not (never raises: the run's
+    outcome stands either way)."""
+    _, patch = _api(api, anchor[0])
+    body = {"metadata": {"annotations": {RECORD_ANNOTATION: finished.to_json()}}}
+    try:
+        patch(
+            anchor[1],
+            namespace,
+            body,
+            _request_timeout=(retry.connect_timeout, retry.request_timeout),
+        )
+    except Exception as error:
+        return describe_error(error)
+    return None
