@@ -7,8 +7,18 @@ STAMP := $(VENV)/.installed
 TF_VENV := .venv-tensorflow
 TF_STAMP := $(TF_VENV)/.installed
 APT_PACKAGES := openmpi-bin libopenmpi-dev iproute2 openssh-server openssh-client
+# The container engine of `trainjobs run --runtime container` and image builds: podman with
+# runc (crun fails on cgroups in hybrid mode on these machines), netavark and iptables for pod
+# networks, catatonit for pods' infra containers, debootstrap for a Debian base made locally.
+ENGINE_PACKAGES := podman runc netavark iptables catatonit debootstrap
+# How this machine builds images (trainjobs images configure): its own Debian mirror, pip
+# configuration and CA bundle, and no registry (a bootstrapped base, the kubectl stand-in).
+# `make engine ENGINE_SETTINGS=` builds from the public sources instead.
+ENGINE_SETTINGS ?= --host-config --no-registry
+# As root with an engine (others build with `trainjobs images build` themselves).
+HAVE_ENGINE = [ "$$(id -u)" = 0 ] && { command -v podman >/dev/null || docker version >/dev/null 2>&1; }
 
-.PHONY: setup system-deps test lint run preview crds images bench clean
+.PHONY: setup system-deps engine-deps engine container-images test lint run preview crds images bench clean
 
 setup: $(STAMP) $(TF_STAMP)
 
@@ -24,6 +34,25 @@ system-deps:
 # chainer and mpi4py build from sdists with the pinned setuptools and wheel, so those come
 # first and the rest installs without build isolation; torch comes last, without its declared
 # dependencies (it asks for a newer setuptools than chainer allows; see requirements.txt).
+# Installed only when root and missing; without them container runs and image builds are
+# unavailable and their tests skip.
+engine-deps:
+	@if [ "$$(id -u)" = 0 ] && ! (command -v podman && command -v runc && test -x /usr/lib/podman/netavark && command -v iptables && command -v catatonit && command -v debootstrap) >/dev/null 2>&1; then \
+		echo "installing $(ENGINE_PACKAGES)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(ENGINE_PACKAGES) >/dev/null; \
+	fi
+
+# This project's engine settings and build settings (out/engine/, never /etc/containers),
+# then the local images builds start from, made once.
+engine: setup engine-deps
+	@if $(HAVE_ENGINE); then \
+		$(BIN)/trainjobs images configure $(ENGINE_SETTINGS) && $(BIN)/trainjobs images bootstrap; \
+	else echo "no container engine (or not root): container images are not built here"; fi
+
+# The CPU images the examples run, tagged as jobs name them; a current image is kept.
+container-images: engine
+	@if $(HAVE_ENGINE); then $(BIN)/trainjobs images build; fi
+
 $(STAMP): requirements.txt pyproject.toml
 	$(MAKE) --no-print-directory system-deps
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,7 +67,7 @@ $(TF_STAMP): requirements-tensorflow.txt
 	$(TF_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps -r requirements-tensorflow.txt
 	touch $(TF_STAMP)
 
-test: setup
+test: setup container-images
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q
 

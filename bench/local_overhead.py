@@ -1,16 +1,19 @@
 """Benchmark: what `trainjobs run` adds before training starts, against a bare `mpiexec`.
 
-Both start the same script (images/scripts/train_mnist.py, the distributed example's
+All start the same script (images/scripts/train_mnist.py, the distributed example's
 command) over the same three ranks, and the clock stops when rank 0 prints its first
 training iteration:
 
-- ``trainjobs run jobs/chainermn-mnist.yaml``: the CLI, the pod network (network namespaces
-  when root), the pod sandboxes, the kubectl delivery and cluster waiter init containers,
-  then ``mpiexec`` with the generated hostfile and rsh agent, daemons started through the
-  kubectl stand-in in the worker pods;
+- ``trainjobs run jobs/chainermn-mnist.yaml`` (``--runtime process``, the default): the CLI,
+  the pod network (network namespaces when root), the pod sandboxes, the kubectl delivery and
+  cluster waiter init containers, then ``mpiexec`` with the generated hostfile and rsh agent,
+  daemons started through the kubectl stand-in in the worker pods;
+- the same with ``--runtime container`` (when podman or docker answers, its images built):
+  an engine network, a pod and a container per container, the kubectl calls through the API
+  stand-in and ``podman exec``;
 - ``mpiexec -n 3 --oversubscribe python3 train_mnist.py --communicator naive`` on the host.
 
-Trials alternate between the two, and each runs to completion so that one never competes
+Trials alternate between them, and each runs to completion so that one never competes
 with the next. The report gives medians, the overhead (seconds and ratio) and the median
 time of each start-up phase of `trainjobs run`, read from its output, to show where the
 overhead goes. Not a test: numbers depend on the machine.
@@ -87,25 +90,81 @@ def main() -> int:
     bare = ["mpiexec", "--allow-run-as-root", "--oversubscribe", "-n", "3", "python3"]
     bare += [str(SCRIPT), "--communicator", "naive"]
     runs: list[Trial] = []
+    containers: list[Trial] = []
     bares: list[Trial] = []
+    engine = _engine()
     with tempfile.TemporaryDirectory(prefix="trainjobs-bench-") as scratch:
+        if engine is not None:
+            # Not timed: builds what the container runs need (nothing when current).
+            timed(_trainjobs(bin_dir, Path(scratch) / "warm-up", "container"), env)
         for index in range(args.trials):
             run_dir = Path(scratch) / f"run-{index}"
-            command = [str(bin_dir / "trainjobs"), "run", str(JOB), "--run-dir", str(run_dir)]
-            runs.append(timed(command, env))
+            runs.append(timed(_trainjobs(bin_dir, run_dir, "process"), env))
+            if engine is not None:
+                container_dir = Path(scratch) / f"container-{index}"
+                containers.append(timed(_trainjobs(bin_dir, container_dir, "container"), env))
             bares.append(timed(bare, bare_env))
             print(
                 f"trial {index + 1}/{args.trials}: to the first iteration, trainjobs run "
-                f"{runs[-1].to_first_iteration:.2f}s, bare mpiexec "
-                f"{bares[-1].to_first_iteration:.2f}s",
+                f"{runs[-1].to_first_iteration:.2f}s, "
+                + (f"container {containers[-1].to_first_iteration:.2f}s, " if containers else "")
+                + f"bare mpiexec {bares[-1].to_first_iteration:.2f}s",
                 flush=True,
             )
     run_median = statistics.median(t.to_first_iteration for t in runs)
     bare_median = statistics.median(t.to_first_iteration for t in bares)
     report = render(args.trials, runs, bares, run_median, bare_median)
+    report += render_containers(containers, run_median, bare_median, engine)
     args.out.write_text(report, encoding="utf-8")
     print(report)
     return 0
+
+
+def _trainjobs(bin_dir: Path, run_dir: Path, runtime: str) -> list[str]:
+    command = [str(bin_dir / "trainjobs"), "run", str(JOB), "--run-dir", str(run_dir)]
+    return [*command, "--runtime", runtime]
+
+
+def _engine() -> str | None:
+    """The engine container runs would use, or None (then they are not measured)."""
+    from components.engines.engine import available_engines
+
+    found = available_engines()
+    return found[0].name if found else None
+
+
+def render_containers(
+    containers: list[Trial], run_median: float, bare_median: float, engine: str | None
+) -> str:
+    """The container runtime's section: against the process runtime and a bare mpiexec."""
+    lines = ["", "### `--runtime container`", ""]
+    if not containers:
+        return "\n".join([*lines, "Not measured: no container engine answers here.", ""])
+    median = statistics.median(t.to_first_iteration for t in containers)
+    phase = {label: statistics.median(t.phases[label] for t in containers) for label, _ in PHASES}
+    cli, pods, ranks, _ = (phase[label] for label, _ in PHASES)
+    lines += [
+        f"The same job with `--runtime container` on {engine}, in the same alternating trials "
+        "(its images built beforehand; a warm-up run, not counted, checks they are current).",
+        "",
+        "| | median to first iteration | median total | overhead over bare `mpiexec` |",
+        "| --- | ---: | ---: | ---: |",
+        f"| `--runtime container` | {median:.2f} s | "
+        f"{statistics.median(t.total for t in containers):.2f} s | {median - bare_median:+.2f} s |",
+        f"| `--runtime process` | {run_median:.2f} s | | {run_median - bare_median:+.2f} s |",
+        f"| bare `mpiexec -n 3` | {bare_median:.2f} s | | |",
+        "",
+        f"Start-up phases (median time since the command started): graph built {cli:.2f} s; "
+        f"images checked, network, pods and containers created, kubectl delivered and the "
+        f"waiter's exec round trips done at {pods:.2f} s; ranks started (their daemons through "
+        f"the API stand-in and `{engine} exec`) at {ranks:.2f} s.",
+        "",
+        "Trials (seconds to the first iteration): "
+        + ", ".join(f"{t.to_first_iteration:.2f}" for t in containers)
+        + ".",
+        "",
+    ]
+    return "\n".join(lines)
 
 
 def render(

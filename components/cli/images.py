@@ -1,4 +1,4 @@
-"""`trainjobs dockerfiles`: render the Dockerfiles of the images trainjobs builds."""
+"""`trainjobs dockerfiles` and `trainjobs images`: render, configure and build the images."""
 
 from __future__ import annotations
 
@@ -20,6 +20,107 @@ def _dockerfiles(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say(line: str) -> None:
+    print(f"[images] {line}", flush=True)
+
+
+def _settings(args: argparse.Namespace, saved: bool):
+    """The build settings: the saved ones (or the public sources), the flags over them."""
+    from components.images.bootstrap import bootstrap_reference
+    from components.images.build_settings import BuildSettings
+    from components.images.builder import saved_settings
+    from components.images.catalogue import IMAGES
+    from components.images.host_config import host_settings
+    from components.images.kubectl_stand_in import REFERENCE
+
+    base = saved_settings() if saved else BuildSettings()
+    pip = dict(base.pip)
+    for option, values in (
+        ("index-url", [args.pip_index_url] if args.pip_index_url else []),
+        ("extra-index-url", args.pip_extra_index_url),
+        ("find-links", args.pip_find_links),
+        ("trusted-host", args.pip_trusted_host),
+    ):
+        if values:
+            pip[option] = tuple(values)
+    debian = next(image.debian for image in IMAGES.values() if image.debian is not None)
+    local_base = bootstrap_reference(debian) if args.no_registry else None
+    settings = BuildSettings(
+        debian_base_image=args.base_image or local_base or base.debian_base_image,
+        kubectl_image=args.kubectl_image
+        or (REFERENCE if args.no_registry else None)
+        or base.kubectl_image,
+        debian_mirror=args.debian_mirror or base.debian_mirror,
+        debian_security_mirror=args.debian_security_mirror or base.debian_security_mirror,
+        pip=pip,
+        ca_bundle=args.ca_bundle or base.ca_bundle,
+    )
+    return host_settings(settings) if args.host_config else settings
+
+
+def _configure(args: argparse.Namespace) -> int:
+    from components.engines.settings import write_containers_conf
+    from components.images.builder import SETTINGS_FILE
+    from components.local.files import write_private
+
+    settings = _settings(args, saved=False)
+    print(write_containers_conf())
+    SETTINGS_FILE.parent.mkdir(parents=True, exist_ok=True)
+    # Private: an index URL may carry credentials.
+    write_private(SETTINGS_FILE, settings.to_json())
+    print(SETTINGS_FILE)
+    return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    from components.engines.engine import find_engine
+    from components.images.builder import buildable, cpu_images
+    from components.images.local_images import build_images
+
+    images = [buildable(reference) for reference in args.images] or cpu_images()
+    engine = find_engine(args.engine)
+    settings = _settings(args, saved=True)
+    built = build_images(engine, images, settings, _say, rebuild=args.rebuild)
+    _say(f"done: {len(built)} built, {len(images) - len(built)} up to date")
+    return 0
+
+
+def _bootstrap(args: argparse.Namespace) -> int:
+    from components.engines.engine import find_engine
+    from components.images.local_images import prepare
+
+    prepare(find_engine(args.engine), _settings(args, saved=True), _say)
+    return 0
+
+
+def _add_settings(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "build settings (default: the saved ones, else the public sources)"
+    )
+    group.add_argument("--base-image", metavar="REF", help="instead of debian:12.12-slim")
+    group.add_argument(
+        "--kubectl-image", metavar="REF", help="instead of registry.k8s.io/kubectl:v1.34.2"
+    )
+    group.add_argument(
+        "--no-registry",
+        action="store_true",
+        help="no registry is reachable: a Debian base bootstrapped here and the kubectl "
+        "stand-in image",
+    )
+    group.add_argument("--debian-mirror", metavar="URL", help="instead of snapshot.debian.org")
+    group.add_argument("--debian-security-mirror", metavar="URL")
+    group.add_argument("--pip-index-url", metavar="URL", help="instead of PyPI (and torch's)")
+    group.add_argument("--pip-extra-index-url", metavar="URL", action="append", default=[])
+    group.add_argument("--pip-find-links", metavar="DIR_OR_URL", action="append", default=[])
+    group.add_argument("--pip-trusted-host", metavar="HOST", action="append", default=[])
+    group.add_argument("--ca-bundle", type=Path, metavar="FILE", help="CA certificates to trust")
+    group.add_argument(
+        "--host-config",
+        action="store_true",
+        help="this machine's Debian mirror, pip configuration and CA bundle (flags win)",
+    )
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     command = subparsers.add_parser(
         "dockerfiles",
@@ -37,3 +138,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--check", action="store_true", help="write nothing; exit 1 if a Dockerfile is stale"
     )
     command.set_defaults(handler=_dockerfiles)
+
+    images = subparsers.add_parser(
+        "images", help="build the images trainjobs declares with podman or docker"
+    )
+    actions = images.add_subparsers(dest="action", required=True, metavar="ACTION")
+    build = actions.add_parser(
+        "build",
+        help="build images (default: the CPU images the examples run), tagged as jobs name "
+        "them; a current image is kept",
+    )
+    build.add_argument("images", nargs="*", metavar="IMAGE", help="e.g. trainjobs/chainermn:7.8.1")
+    build.add_argument("--rebuild", action="store_true", help="build even a current image")
+    build.set_defaults(handler=_build)
+    bootstrap = actions.add_parser(
+        "bootstrap",
+        help="make the local images the build settings start from (a debootstrapped Debian, "
+        "the kubectl stand-in), once",
+    )
+    bootstrap.set_defaults(handler=_bootstrap)
+    configure = actions.add_parser(
+        "configure",
+        help="save build settings and this project's engine settings under out/engine/",
+    )
+    configure.set_defaults(handler=_configure)
+    for parser in (build, bootstrap, configure):
+        parser.add_argument(
+            "--engine", choices=("podman", "docker"), help="default: podman, else docker"
+        )
+        _add_settings(parser)

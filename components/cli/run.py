@@ -11,6 +11,7 @@ from components.core.errors import UserError
 from components.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS
 
 NETWORK_CHOICES = ("auto", "netns", "loopback")
+RUNTIME_CHOICES = ("process", "container")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -51,23 +52,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run image REF as the declared image DECLARED (see components/images/catalogue.py)",
     )
     run.add_argument(
+        "--runtime",
+        choices=RUNTIME_CHOICES,
+        default="process",
+        help="process (default): containers as host processes from the declared images' "
+        "local environments; container: each pod a real pod of the job's own images on "
+        "podman or docker",
+    )
+    run.add_argument(
+        "--engine",
+        choices=("podman", "docker"),
+        help="with --runtime container: the engine (default: podman, else docker)",
+    )
+    run.add_argument(
         "--namespace", default="default", type=namespace_argument, help="if the spec names none"
     )
     add_mpi_transport(run)
     run.set_defaults(handler=_run)
-
     clean = subparsers.add_parser(
         "clean",
-        help="remove what killed local runs left (processes, namespaces, links, files)",
-        description="Remove every process, network namespace, link, /etc/netns entry and "
-        "temporary file that a `trainjobs run` left when it was killed, say what, and write "
-        "its summary.json. Runs still going are left alone. (Every `trainjobs run` does this "
-        "first.) Exit 0 when nothing is left, 1 when something could not be removed.",
+        help="remove what killed local runs left (processes, namespaces, links, files, "
+        "container pods and networks)",
+        description="Remove every process, network namespace, link, /etc/netns entry, "
+        "temporary file, and container runs' pods and networks, that a `trainjobs run` left "
+        "when it was killed, say what, and write its summary.json. Runs still going are left "
+        "alone. (Every `trainjobs run` does this first.) Exit 0 when nothing is left, 1 when "
+        "something could not be removed.",
     )
     clean.set_defaults(handler=_clean)
 
 
 def _clean(args: argparse.Namespace) -> int:
+    from components.engines.engine import available_engines
+    from components.local.container.cleanup import remove_stale
     from components.local.runtime import clean_up_after_killed_runs
 
     reported: list[str] = []
@@ -77,6 +94,12 @@ def _clean(args: argparse.Namespace) -> int:
         print(line)
 
     complete = clean_up_after_killed_runs(report)
+    # Container runs' objects that no record lists (a reboot empties the records' tmpfs, not
+    # the engine's storage) are found by their owner label.
+    for engine in available_engines():
+        removed = remove_stale(engine)
+        if removed:
+            report(f"{engine.name}: removed what killed container runs left: {', '.join(removed)}")
     if not reported:
         print("nothing to clean: no killed run left anything behind")
     return 0 if complete else 1
@@ -102,7 +125,16 @@ def _run(args: argparse.Namespace) -> int:
         options = replace(options, wait_timeout_seconds=args.wait_timeout)
     job = load_job(args.file, args.namespace, options)
     report_warnings(args.file, job)
+    if args.engine and args.runtime != "container":
+        raise UserError("--engine: only with --runtime container")
     result = run_job(
-        job, RunOptions(run_dir=args.run_dir, network=args.network, image_aliases=aliases)
+        job,
+        RunOptions(
+            run_dir=args.run_dir,
+            network=args.network,
+            image_aliases=aliases,
+            runtime=args.runtime,
+            engine=args.engine,
+        ),
     )
     return result.exit_code

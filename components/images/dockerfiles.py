@@ -49,6 +49,24 @@ KUBECTL_STAGE = "kubectl"
 OPEN_MPI_BUILD_PACKAGES = ("build-essential", "bzip2", "ca-certificates", "curl")
 # mpi4py 3.1 is published as source only: it compiles against the image's Open MPI.
 MPI4PY_BUILD_PACKAGES = ("build-essential",)
+# Python packages that compile against the image's system packages: installed after them.
+_COMPILED = {"mpi4py"}
+BASE_IMAGE_ARG = "BASE_IMAGE"
+KUBECTL_IMAGE_ARG = "KUBECTL_IMAGE"
+SECRETS_DIR = "/run/secrets"
+APT_CONFIG_SECRET = "apt-config"
+"""An apt.conf for the build (APT_CONFIG): a mirror's sources list, a CA bundle."""
+APT_SOURCES_SECRET = "apt-sources"
+"""The sources list apt-config names."""
+PIP_CONFIG_SECRET = "pip-config"
+"""A pip.conf for the build (PIP_CONFIG_FILE): index, extra indexes, find-links, CA bundle."""
+CA_BUNDLE_SECRET = "ca-bundle"
+"""CA certificates for TLS to mirrors and indexes (apt, pip and curl are pointed at it)."""
+SETTINGS_COMMENT = (
+    "# Build settings (`trainjobs images build` sets them; the defaults are the public sources):\n"
+    "# the images it starts from, and secrets that exist only while a step runs, never in the\n"
+    "# image or its history: apt-config, apt-sources, pip-config (mirrors) and ca-bundle.\n"
+)
 
 
 def buildable() -> list[Image]:
@@ -62,9 +80,10 @@ def dockerfile_path(image: Image) -> str:
     return f"{image.build.directory}/Dockerfile"
 
 
-def _run(*commands: str) -> str:
-    """One RUN instruction: commands chained with &&, one per line."""
-    return "RUN " + " \\\n    && ".join(commands) + "\n"
+def _run(*commands: str, mounts: tuple[str, ...] = ()) -> str:
+    """One RUN instruction: commands chained with &&, one per line, after its secret mounts."""
+    head = "RUN " + "".join(f"--mount=type=secret,id={secret} \\\n    " for secret in mounts)
+    return head + " \\\n    && ".join(commands) + "\n"
 
 
 def _listed(prefix: str, items: list[str]) -> str:
@@ -72,16 +91,29 @@ def _listed(prefix: str, items: list[str]) -> str:
     return " \\\n        ".join([prefix, *sorted(items)])
 
 
+def _use_secret(secret: str, variable: str, otherwise: str | None = None) -> str:
+    """Point a tool at a build secret when the build gives it (see the module docstring)."""
+    path = f"{SECRETS_DIR}/{secret}"
+    fallback = f"; \\\n    else export {otherwise}" if otherwise else ""
+    return f"if [ -f {path} ]; then export {variable}={path}{fallback}; fi"
+
+
+_APT = (APT_CONFIG_SECRET, APT_SOURCES_SECRET, CA_BUNDLE_SECRET)
+_PIP = (PIP_CONFIG_SECRET, CA_BUNDLE_SECRET)
+
+
 def _apt_sources(image: Image) -> tuple[str, list[str]]:
     """The comment and commands that point apt at the dated snapshot of the base's archive."""
     assert image.build is not None
     snapshot = image.build.apt_snapshot
+    mirror = "a build's apt-config secret may name a mirror instead.\n"
     if image.cuda is not None:
         codename, _ = UBUNTU_RELEASES[image.cuda.ubuntu]
         archive = f"http://snapshot.ubuntu.com/ubuntu/{snapshot}"
         return (
             f"# Ubuntu packages from the archive as it was at {snapshot}, so every\n"
-            "# version is fixed; NVIDIA's apt repository goes (the base image brings CUDA).\n",
+            "# version is fixed; NVIDIA's apt repository goes (the base image brings CUDA);\n"
+            f"# {mirror}",
             [
                 "rm -f /etc/apt/sources.list.d/*.list",
                 f"printf 'deb {archive} %s main universe\\n' \\\n        "
@@ -94,7 +126,8 @@ def _apt_sources(image: Image) -> tuple[str, list[str]]:
     deb = "deb [check-valid-until=no] http://snapshot.debian.org/archive"
     return (
         f"# Debian packages from the archive as it was at {snapshot}, so every\n"
-        "# version is fixed (the image's own sources, in deb822 form, go).\n",
+        "# version is fixed (the image's own sources, in deb822 form, go);\n"
+        f"# {mirror}",
         [
             "rm -f /etc/apt/sources.list.d/*",
             f"printf '{deb}/debian/{snapshot} %s main\\n' \\\n"
@@ -105,24 +138,52 @@ def _apt_sources(image: Image) -> tuple[str, list[str]]:
     )
 
 
-def _apt_step(image: Image) -> str:
-    assert image.build is not None
-    python = f"python{image.build.python}"
-    packages = {*image.apt_packages, python, f"{python}-dev", f"{python}-venv"}
-    if image.build.open_mpi is not None:
-        packages |= set(OPEN_MPI_BUILD_PACKAGES)
-    if "mpi4py" in image.pins():
-        packages |= set(MPI4PY_BUILD_PACKAGES)
-    comment, sources = _apt_sources(image)
-    return comment + _run(
-        *sources,
+def _apt_install(packages: set[str]) -> list[str]:
+    return [
         "apt-get update",
         _listed(
             "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends",
             list(packages),
         ),
         "rm -rf /var/lib/apt/lists/*",
+    ]
+
+
+def _python_apt_step(image: Image) -> str:
+    """Python from the archive: the same first layer for every image on the same base."""
+    assert image.build is not None
+    python = f"python{image.build.python}"
+    comment, sources = _apt_sources(image)
+    return comment + _run(
+        _use_secret(APT_CONFIG_SECRET, "APT_CONFIG"),
+        *sources,
+        *_apt_install({python, f"{python}-dev", f"{python}-venv"}),
+        mounts=_APT,
     )
+
+
+def _system_packages(image: Image) -> set[str]:
+    """The image's own Debian or Ubuntu packages, and what building its sources needs."""
+    packages = set(image.apt_packages)
+    if image.build is not None and image.build.open_mpi is not None:
+        packages |= set(OPEN_MPI_BUILD_PACKAGES)
+    if "mpi4py" in image.pins():
+        packages |= set(MPI4PY_BUILD_PACKAGES)
+    return packages
+
+
+def apt_install_step(packages: set[str]) -> str:
+    """One RUN that installs ``packages`` from the image's sources (or the build's mirror)."""
+    return _run(
+        _use_secret(APT_CONFIG_SECRET, "APT_CONFIG"),
+        *_apt_install(packages),
+        mounts=_APT,
+    )
+
+
+def _system_apt_step(image: Image) -> str:
+    comment = "# The image's own system packages, after the layers it shares with others.\n"
+    return comment + apt_install_step(_system_packages(image))
 
 
 def _sshd_step() -> str:
@@ -153,6 +214,7 @@ def _open_mpi_steps(image: Image) -> str:
             else ".\n"
         )
         + _run(
+            _use_secret(CA_BUNDLE_SECRET, "CURL_CA_BUNDLE"),
             f"curl -fsSL -o {source}.tar.bz2 {mpi.url}",
             f'echo "{mpi.sha256}  {source}.tar.bz2" | sha256sum -c -',
             f"tar -xjf {source}.tar.bz2 -C /tmp",
@@ -162,6 +224,7 @@ def _open_mpi_steps(image: Image) -> str:
             "ldconfig",
             "cd /",
             f"rm -rf {source} {source}.tar.bz2",
+            mounts=(CA_BUNDLE_SECRET,),
         )
     )
     if mpi.cuda:
@@ -169,36 +232,60 @@ def _open_mpi_steps(image: Image) -> str:
     return steps
 
 
-def _python_steps(image: Image) -> str:
+def _pip_install(requirements: list[str]) -> str:
+    """Exactly these packages, no dependency resolution; pip check proves the closure."""
+    install = "python3 -m pip install --no-cache-dir --no-deps --no-build-isolation"
+    return _run(
+        _use_secret(PIP_CONFIG_SECRET, "PIP_CONFIG_FILE"),
+        _listed(install, requirements),
+        "python3 -m pip check",
+        mounts=_PIP,
+    )
+
+
+def _python_steps(image: Image) -> tuple[str, str]:
+    """The virtualenv and the packages it shares with other images, then those that build
+    against the image's own system packages (mpi4py against its MPI)."""
     assert image.build is not None
     build = image.build
     indexes = {canonicalize_name(n): url for n, url in build.package_indexes.items()}
     requirements = [*image.python_packages, *image.gpu_packages, *build.python_dependencies]
     index = {r: indexes.get(canonicalize_name(r.partition("==")[0])) for r in requirements}
-    from_pypi = [r for r in requirements if index[r] is None]
+    compiled = [r for r in requirements if canonicalize_name(r.partition("==")[0]) in _COMPILED]
+    from_pypi = [r for r in requirements if index[r] is None and r not in compiled]
     steps = (
         f"# Python {build.python} in a virtual environment first on PATH: `python3` in job "
         "commands is this one.\n"
         f"RUN python{build.python} -m venv {VENV}\n"
         f"ENV PATH={VENV}/bin:$PATH\n"
-        "# Build tools first: packages that ship only sources (chainer) build with these.\n"
+        "# Build tools first: packages that ship only sources (chainer) build with these; a\n"
+        "# build's pip-config secret may name a mirror (it then replaces every index below).\n"
         + _run(
-            _listed("python3 -m pip install --no-cache-dir --no-deps", list(build.python_bootstrap))
+            _use_secret(PIP_CONFIG_SECRET, "PIP_CONFIG_FILE"),
+            _listed(
+                "python3 -m pip install --no-cache-dir --no-deps", list(build.python_bootstrap)
+            ),
+            mounts=_PIP,
         )
     )
     for requirement, url in index.items():
         if url is not None:
             steps += f"# {requirement} from its own index, not PyPI.\n" + _run(
-                f"python3 -m pip install --no-cache-dir --no-deps --index-url={url} {requirement}"
+                _use_secret(PIP_CONFIG_SECRET, "PIP_CONFIG_FILE", f"PIP_INDEX_URL={url}"),
+                f"python3 -m pip install --no-cache-dir --no-deps {requirement}",
+                mounts=_PIP,
             )
-    if not from_pypi:
-        return steps + "# pip check proves the environment consistent.\nRUN python3 -m pip check\n"
-    install = "python3 -m pip install --no-cache-dir --no-deps --no-build-isolation"
-    return (
-        steps
-        + "# Exactly these packages, no dependency resolution; pip check proves the closure.\n"
-        + _run(_listed(install, from_pypi), "python3 -m pip check")
-    )
+    if from_pypi:
+        steps += (
+            "# Exactly these packages, no dependency resolution; pip check proves the closure.\n"
+            + _pip_install(from_pypi)
+        )
+    elif not compiled:
+        steps += "# pip check proves the environment consistent.\nRUN python3 -m pip check\n"
+    later = ""
+    if compiled:
+        later = "# Packages compiled against the system packages above.\n" + _pip_install(compiled)
+    return steps, later
 
 
 def render(image: Image) -> str:
@@ -207,15 +294,24 @@ def render(image: Image) -> str:
     if build is None:
         raise ValueError(f"image {image.reference} has no build recipe")
     parts = [GENERATED_HEADER + f"# {image.reference}: {image.summary}\n"]
+    arguments = [f"ARG {BASE_IMAGE_ARG}={image.base}\n"]
     if build.kubectl_image is not None:
-        parts.append(f"FROM {build.kubectl_image} AS {KUBECTL_STAGE}\n")
-    parts.append(f"FROM {image.base}\n")
-    parts.append(_apt_step(image))
+        arguments.append(f"ARG {KUBECTL_IMAGE_ARG}={build.kubectl_image}\n")
+    parts.append(SETTINGS_COMMENT + "".join(arguments))
+    if build.kubectl_image is not None:
+        parts.append(f"FROM ${{{KUBECTL_IMAGE_ARG}}} AS {KUBECTL_STAGE}\n")
+    parts.append(f"FROM ${{{BASE_IMAGE_ARG}}}\n")
+    parts.append(_python_apt_step(image))
+    shared, compiled = _python_steps(image)
+    parts.append(shared)
+    if _system_packages(image):
+        parts.append(_system_apt_step(image))
     if "openssh-server" in image.apt_packages:
         parts.append(_sshd_step())
     if build.open_mpi is not None:
         parts.append(_open_mpi_steps(image))
-    parts.append(_python_steps(image))
+    if compiled:
+        parts.append(compiled)
     if build.kubectl_image is not None:
         parts.append(
             "# kubectl for the rsh agent (kubexec.sh), from the pinned kubectl image.\n"

@@ -11,7 +11,9 @@ Modules, one concept each:
 - :mod:`~components.local.pod_run`: one pod's lifecycle (create, start, stop) and registry entry;
 - :mod:`~components.local.runtime`: the whole run (workers, outcome, scale-to-0, clean-up);
 - :mod:`~components.local.results` and :mod:`~components.local.signals`: the summary, and
-  SIGINT/SIGTERM/SIGHUP.
+  SIGINT/SIGTERM/SIGHUP;
+- :mod:`components.local.container`: the container runtime beside it (``--runtime
+  container``), which reuses the run, Job semantics and summary with engine pods.
 
 Nothing is imported here: the kubectl stand-in runs by path and must start fast.
 """

@@ -113,10 +113,14 @@ class PodContext:
 
 
 def container_env(
-    container: dict[str, Any], image: Image, base: dict[str, str], context: PodContext, where: str
+    container: dict[str, Any],
+    image_env: dict[str, str],
+    base: dict[str, str],
+    context: PodContext,
+    where: str,
 ) -> dict[str, str]:
     """base < image ENV < the container's env, each value resolved as the kubelet does."""
-    env = {**base, **image.env}
+    env = {**base, **image_env}
     if container.get("envFrom"):
         raise UserError(f"{where}.envFrom: not supported by local runs; use env")
     for index, item in enumerate(container.get("env") or []):

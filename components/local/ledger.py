@@ -40,7 +40,12 @@ from components.local.kubectl import process_start_time
 
 STATE_ENV = "TRAINJOBS_STATE_DIR"
 """Overrides where ledgers live (tests keep theirs apart from other runs on the machine)."""
-CLEANER_MODULES = ("components.local.pods", "components.local.network", "components.local.ssh")
+CLEANER_MODULES = (
+    "components.local.pods",
+    "components.local.network",
+    "components.local.ssh",
+    "components.local.container.cleanup",
+)
 """Modules that register cleaners with :func:`resource_kind`."""
 _CLAIMED = ".cleaning-"
 

@@ -30,6 +30,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from components.core.errors import UserError
 from components.local.files import inside
@@ -105,6 +106,21 @@ def netns_available() -> str | None:
     if missing:
         return f"missing {', '.join(missing)} (Debian: iproute2, util-linux)"
     return None
+
+
+class Network(Protocol):
+    """What a run needs of its pods' network: their hosts, set up and torn down."""
+
+    mode: str
+    hosts: list[PodHost]
+
+    def up(self, ledger: Ledger) -> None:
+        """Create it, recording in ``ledger`` what it is about to create first."""
+        ...
+
+    def down(self) -> list[str]:
+        """Remove everything the network created; what could not be removed."""
+        ...
 
 
 class LoopbackNetwork:

@@ -89,7 +89,7 @@ class PodRun:
             "OMPI_MCA_mpi_yield_when_idle": "1",
             **self.plan.controller_env,
         }
-        env = containers.container_env(container, image, base, context, where)
+        env = containers.container_env(container, image.env, base, context, where)
         paths = containers.path_map(container, image, self.volume_dirs, where)
         env = {name: paths.rewrite(value) for name, value in env.items()}
         env.update(self.run.markers(self.name, container["name"]))

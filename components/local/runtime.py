@@ -36,6 +36,9 @@ Kubernetes semantics kept, and where they live:
   nothing local could ever make room for it; unschedulable workers are left to the cluster
   waiter, which names them when it gives up.
 
+With ``--runtime container`` the same run drives real pods on a container engine instead
+(:mod:`components.local.container`, through :meth:`Run.make_network` and :meth:`Run.make_pod`).
+
 Nothing leaks: whatever happens (success, failure, deadline, an exception, SIGINT or SIGTERM),
 the ``finally`` path stops every pod, kills any process that still carries the run's marker
 or sits in one of its namespaces, removes the Secret volumes and the ssh transport's key pair
@@ -84,6 +87,9 @@ from components.local.network import (
     NETNS_RUN,
     LoopbackNetwork,
     NamespaceNetwork,
+    Network,
+    PodHost,
+    PodName,
     netns_available,
 )
 from components.local.pod_run import POLL_SECONDS, PodRun
@@ -116,6 +122,11 @@ class RunOptions:
     """Undeclared image reference -> declared reference to run it as."""
     stream: IO[str] | None = None
     """Where pod output and the summary go. Default: stdout."""
+    runtime: str = "process"
+    """process (containers as host processes) or container (an engine's pods; see
+    :mod:`components.local.container`)."""
+    engine: str | None = None
+    """The container runtime's engine: podman or docker; None: whichever answers."""
 
 
 def run_job(job: JobDefinition, options: RunOptions | None = None) -> RunResult:
@@ -125,6 +136,10 @@ def run_job(job: JobDefinition, options: RunOptions | None = None) -> RunResult:
     if options.network not in NETWORK_MODES:
         raise UserError(f"--network must be one of {', '.join(NETWORK_MODES)}")
     plan = plan_cluster(job.graph, job.success_jobs, job.success_any)
+    if options.runtime == "container":
+        from components.local.container.runtime import container_run
+
+        return container_run(job, plan, options).execute()
     _check_images(plan, options.image_aliases)
     stream = options.stream or sys.stdout
     clean_up_after_killed_runs(lambda line: print(f"[trainjobs] {line}", file=stream))
@@ -204,7 +219,7 @@ class Run:
         mode = self._network_mode()
         ssh_secrets = local_ssh.ssh_secrets(plan.secrets)
         if ssh_secrets:
-            local_ssh.check_available(mode)
+            self.check_ssh_transport(mode)
         self.run_dir = new_run_directory(options.run_dir, _default_run_dir(job.name))
         self.registry = self.run_dir / "pods.json"
         self.netns_inodes: dict[str, int] = {}
@@ -221,11 +236,7 @@ class Run:
         # before anything is started (and the run directory goes again).
         try:
             self.ledger.record("temporary-files", directory=str(self.run_dir))
-            self.network: NamespaceNetwork | LoopbackNetwork = (
-                NamespaceNetwork(self.run_id, plan.namespace, pods)
-                if mode == "netns"
-                else LoopbackNetwork(pods)
-            )
+            self.network = self.make_network(mode, pods)
             hosts = {host.pod: host for host in self.network.hosts}
             self.sink = LogSink(self.stream, private_directory(self.run_dir / "logs"))
             # The ssh transport's key pair: made for this run, removed when it ends (or by
@@ -245,11 +256,11 @@ class Run:
             }
             self.jobs = [
                 JobRun(
-                    job_plan, [PodRun(pod, hosts[pod.name], self) for pod in job_plan.pods], self
+                    job_plan, [self.make_pod(pod, hosts[pod.name]) for pod in job_plan.pods], self
                 )
                 for job_plan in plan.jobs
             ]
-            self.workers = [PodRun(pod, hosts[pod.name], self) for pod in plan.workers]
+            self.workers = [self.make_pod(pod, hosts[pod.name]) for pod in plan.workers]
         except UserError:
             self._abandon(options.run_dir is None)
             raise
@@ -276,6 +287,20 @@ class Run:
     @property
     def pods(self) -> list[PodRun]:
         return [*(pod for job in self.jobs for pod in job.pods), *self.workers]
+
+    def make_network(self, mode: str, pods: list[PodName]) -> Network:
+        """The pods' network: namespaces on a bridge, or loopback (see ``--network``)."""
+        if mode == "netns":
+            return NamespaceNetwork(self.run_id, self.plan.namespace, pods)
+        return LoopbackNetwork(pods)
+
+    def check_ssh_transport(self, mode: str) -> None:
+        """Refuse the ssh transport, before anything starts, where it cannot work."""
+        local_ssh.check_available(mode)
+
+    def make_pod(self, plan: PodPlan, host: PodHost) -> PodRun:
+        """A pod of this runtime: containers as host processes in the pod's namespaces."""
+        return PodRun(plan, host, self)
 
     def _network_mode(self) -> str:
         requested = self.options.network

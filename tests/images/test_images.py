@@ -126,9 +126,14 @@ def test_the_chainermn_build_fails_unless_open_mpi_is_cuda_aware():
 def test_open_mpi_is_built_with_cuda_from_its_release_tarball_checked_by_sha256():
     lines = dockerfile("chainermn")
     start = lines.index(
-        "RUN curl -fsSL -o /tmp/openmpi-4.1.8.tar.bz2 "
+        "    && curl -fsSL -o /tmp/openmpi-4.1.8.tar.bz2 "
         "https://download.open-mpi.org/release/open-mpi/v4.1/openmpi-4.1.8.tar.bz2 \\"
     )
+    assert lines[start - 2 : start] == [
+        "RUN --mount=type=secret,id=ca-bundle \\",
+        "    if [ -f /run/secrets/ca-bundle ]; then export CURL_CA_BUNDLE=/run/secrets/ca-bundle; "
+        "fi \\",
+    ]
     assert lines[start + 1 : start + 5] == [
         '    && echo "466f68e3132a1dc02710cc2011fafced8336d98359fa2dae4dddcfd5719f12a9  '
         '/tmp/openmpi-4.1.8.tar.bz2" | sha256sum -c - \\',
@@ -141,12 +146,19 @@ def test_open_mpi_is_built_with_cuda_from_its_release_tarball_checked_by_sha256(
 
 def test_both_images_start_from_the_pinned_cuda_12_2_base_with_cudnn_8():
     for name in ("chainer", "chainermn"):
-        assert "FROM nvidia/cuda:12.2.2-cudnn8-devel-ubuntu22.04" in dockerfile(name)
+        lines = dockerfile(name)
+        assert "ARG BASE_IMAGE=nvidia/cuda:12.2.2-cudnn8-devel-ubuntu22.04" in lines
+        assert "FROM ${BASE_IMAGE}" in lines
 
 
 def test_chainermn_copies_kubectl_from_the_pinned_kubectl_image():
     lines = dockerfile("chainermn")
-    assert lines[3] == "FROM registry.k8s.io/kubectl:v1.34.2 AS kubectl"
+    assert lines[6:10] == [
+        "ARG BASE_IMAGE=nvidia/cuda:12.2.2-cudnn8-devel-ubuntu22.04",
+        "ARG KUBECTL_IMAGE=registry.k8s.io/kubectl:v1.34.2",
+        "",
+        "FROM ${KUBECTL_IMAGE} AS kubectl",
+    ]
     assert "COPY --from=kubectl /bin/kubectl /usr/local/bin/kubectl" in lines
     assert DEFAULT_KUBECTL_IMAGE == "registry.k8s.io/kubectl:v1.34.2"
 
@@ -158,17 +170,19 @@ def test_the_single_pod_chainer_image_has_no_mpi_and_no_kubectl():
 
 def test_python_packages_are_installed_exactly_as_pinned_and_checked():
     lines = dockerfile("chainermn")
-    start = lines.index(
-        "RUN python3 -m pip install --no-cache-dir --no-deps --no-build-isolation \\"
+    install = "    && python3 -m pip install --no-cache-dir --no-deps --no-build-isolation \\"
+    start = lines.index(install)
+    assert lines[start - 1] == (
+        "    if [ -f /run/secrets/pip-config ]; then export PIP_CONFIG_FILE=/run/secrets/pip-config; "
+        "fi \\"
     )
-    assert lines[start + 1 : start + 17] == [
+    assert lines[start + 1 : start + 16] == [
         "        chainer==7.8.1 \\",
         "        cloudpickle==3.1.2 \\",
         "        cupy-cuda12x==13.6.0 \\",
         "        fastrlock==0.8.4 \\",
         "        filelock==4.2.11 \\",
         "        joblib==1.6.0 \\",
-        "        mpi4py==3.1.6 \\",
         "        numpy==1.23.5 \\",
         "        protobuf==6.33.6 \\",
         "        scikit-learn==1.3.2 \\",
@@ -179,11 +193,20 @@ def test_python_packages_are_installed_exactly_as_pinned_and_checked():
         "    && python3 -m pip check",
         "",
     ]
+    # mpi4py compiles against the Open MPI built after the shared layers: installed last.
+    mpi4py = lines.index(install, start + 1)
+    assert lines[mpi4py + 1 : mpi4py + 3] == [
+        "        mpi4py==3.1.6 \\",
+        "    && python3 -m pip check",
+    ]
+    assert mpi4py > lines.index(
+        "RUN ompi_info --parsable --all | grep -q mpi_built_with_cuda_support:value:true"
+    )
 
 
 def test_build_tools_are_pinned_below_what_breaks_chainer_and_installed_first():
     lines = dockerfile("chainermn")
-    start = lines.index("RUN python3 -m pip install --no-cache-dir --no-deps \\")
+    start = lines.index("    && python3 -m pip install --no-cache-dir --no-deps \\")
     assert lines[start + 1 : start + 5] == [
         "        packaging==26.3 \\",
         "        pip==25.3 \\",
@@ -191,7 +214,7 @@ def test_build_tools_are_pinned_below_what_breaks_chainer_and_installed_first():
         "        wheel==0.48.0",
     ]
     assert start < lines.index(
-        "RUN python3 -m pip install --no-cache-dir --no-deps --no-build-isolation \\"
+        "    && python3 -m pip install --no-cache-dir --no-deps --no-build-isolation \\"
     )
 
 
@@ -203,7 +226,7 @@ def test_python_3_11_runs_from_a_virtualenv_first_on_path():
 
 def test_ubuntu_packages_come_from_a_dated_archive_snapshot():
     lines = dockerfile("chainermn")
-    start = lines.index("RUN rm -f /etc/apt/sources.list.d/*.list \\")
+    start = lines.index("    && rm -f /etc/apt/sources.list.d/*.list \\")
     assert lines[start + 1 : start + 4] == [
         "    && printf 'deb http://snapshot.ubuntu.com/ubuntu/20261101T000000Z %s main universe\\n' \\",
         "        jammy jammy-updates jammy-security > /etc/apt/sources.list \\",
@@ -218,16 +241,22 @@ CPU_DOCKERFILES = ("chainer-cpu", "chainermn-cpu", "pytorch-cpu", "tensorflow-cp
 
 def test_cpu_images_start_from_debian_12_at_a_point_release():
     bases = {
-        name: [line for line in dockerfile(name) if line.startswith("FROM ")][-1]
+        name: [
+            line
+            for line in dockerfile(name)
+            if line.startswith(("FROM ", "ARG BASE_")) and not line.endswith(" AS kubectl")
+        ]
         for name in CPU_DOCKERFILES
     }
-    assert bases == {name: "FROM debian:12.12-slim" for name in CPU_DOCKERFILES}
+    assert bases == {
+        name: ["ARG BASE_IMAGE=debian:12.12-slim", "FROM ${BASE_IMAGE}"] for name in CPU_DOCKERFILES
+    }
     assert IMAGES["trainjobs/chainermn:7.8.1"].debian == DebianBase(version="12.12")
 
 
 def test_debian_packages_come_from_a_dated_snapshot_of_bookworm():
     lines = dockerfile("chainermn-cpu")
-    start = lines.index("RUN rm -f /etc/apt/sources.list.d/* \\")
+    start = lines.index("    && rm -f /etc/apt/sources.list.d/* \\")
     assert lines[start + 1 : start + 6] == [
         "    && printf 'deb [check-valid-until=no] http://snapshot.debian.org/archive/debian/"
         "20261101T000000Z %s main\\n' \\",
@@ -241,20 +270,25 @@ def test_debian_packages_come_from_a_dated_snapshot_of_bookworm():
 
 def test_cpu_chainermn_uses_bookworms_open_mpi_compiles_mpi4py_and_carries_kubectl():
     lines = dockerfile("chainermn-cpu")
-    start = lines.index(
-        "    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\"
-    )
-    assert lines[start + 1 : start + 10] == [
-        "        build-essential \\",
-        "        libopenmpi-dev \\",
-        "        openmpi-bin \\",
-        "        openssh-client \\",
-        "        openssh-server \\",
+    install = "    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\"
+    python = lines.index(install)
+    assert lines[python + 1 : python + 5] == [
         "        python3.11 \\",
         "        python3.11-dev \\",
         "        python3.11-venv \\",
         "    && rm -rf /var/lib/apt/lists/*",
     ]
+    # The image's own packages after the layers it shares with trainjobs/chainer:7.8.1.
+    system = lines.index(install, python + 1)
+    assert lines[system + 1 : system + 7] == [
+        "        build-essential \\",
+        "        libopenmpi-dev \\",
+        "        openmpi-bin \\",
+        "        openssh-client \\",
+        "        openssh-server \\",
+        "    && rm -rf /var/lib/apt/lists/*",
+    ]
+    assert system > lines.index("        chainer==7.8.1 \\")
     assert "        mpi4py==3.1.6 \\" in lines
     assert not [line for line in lines if "openmpi-4" in line or "--with-cuda" in line]
     assert "COPY --from=kubectl /bin/kubectl /usr/local/bin/kubectl" in lines
@@ -271,18 +305,24 @@ def test_the_mpi_images_carry_sshd_without_the_packages_host_keys():
 
 def test_torch_comes_from_pytorchs_cpu_index_before_the_rest_from_pypi():
     lines = dockerfile("pytorch-cpu")
-    torch = (
-        "RUN python3 -m pip install --no-cache-dir --no-deps "
-        "--index-url=https://download.pytorch.org/whl/cpu torch==2.13.0+cpu"
-    )
+    torch = "    && python3 -m pip install --no-cache-dir --no-deps torch==2.13.0+cpu"
     rest = lines.index(
-        "RUN python3 -m pip install --no-cache-dir --no-deps --no-build-isolation \\"
+        "    && python3 -m pip install --no-cache-dir --no-deps --no-build-isolation \\"
     )
-    assert lines.index(torch) < rest
+    start = lines.index(torch)
+    assert start < rest
+    # A build's pip configuration, when given, replaces the index (it must find torch).
+    assert lines[start - 4 : start] == [
+        "RUN --mount=type=secret,id=pip-config \\",
+        "    --mount=type=secret,id=ca-bundle \\",
+        "    if [ -f /run/secrets/pip-config ]; then export PIP_CONFIG_FILE=/run/secrets/pip-config; \\",
+        "    else export PIP_INDEX_URL=https://download.pytorch.org/whl/cpu; fi \\",
+    ]
     assert [line for line in lines if "torch" in line] == [
         "# trainjobs/pytorch:2.13.0-cpu: PyTorch 2.13.0 on CPU with the digits training script "
         "(torch.distributed over gloo; the PyTorchJob example).",
         "# torch==2.13.0+cpu from its own index, not PyPI.",
+        "    else export PIP_INDEX_URL=https://download.pytorch.org/whl/cpu; fi \\",
         torch,
         "COPY scripts/train_pytorch.py /train_pytorch.py",
         'ENTRYPOINT ["python3", "/train_pytorch.py"]',
@@ -367,12 +407,17 @@ def test_no_dockerfile_downloads_anything_unpinned():
     problems = []
     for name, text in dockerfiles.rendered().items():
         instructions = text.replace("\\\n", " ").splitlines()
+        # Base images are build args: their defaults are what a build without settings pulls.
+        defaults = dict(
+            line.split()[1].split("=", 1) for line in instructions if line.startswith("ARG ")
+        )
         for line in instructions:
             words = line.split()
             if not words or words[0].startswith("#"):
                 continue
             if words[0] == "FROM":
-                image = words[1]
+                argument = re.fullmatch(r"\$\{(\w+)\}", words[1])
+                image = defaults[argument.group(1)] if argument else words[1]
                 last = image.rpartition("/")[2]
                 if ":" not in last or last.endswith(":latest"):
                     problems.append(f"{name}: unpinned base image {image}")
@@ -382,9 +427,8 @@ def test_no_dockerfile_downloads_anything_unpinned():
                     loose = [p for p in parts[parts.index("install") + 1 :] if "==" not in p]
                     if [p for p in loose if not p.startswith("--")]:
                         problems.append(f"{name}: unpinned pip install {loose}")
-                    indexes = [p for p in loose if p.startswith("--index-url")]
-                    if [p for p in indexes if not p.startswith("--index-url=https://")]:
-                        problems.append(f"{name}: package index not over https {indexes}")
+                if "PIP_INDEX_URL=" in command and "PIP_INDEX_URL=https://" not in command:
+                    problems.append(f"{name}: package index not over https: {command}")
                 if parts[:1] == ["curl"] and not re.search(
                     rf"{re.escape(parts[3])}\" \| sha256sum -c -", line
                 ):

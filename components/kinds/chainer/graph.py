@@ -224,6 +224,12 @@ def _worker_statefulset(
         pod["volumes"] = [*(pod.get("volumes") or []), *volumes]
     else:
         with_env(container, MPI_ENV)
+        # Each daemon Open MPI starts here checks that the rsh agent it was handed exists (the
+        # rsh launcher's component query in orte/mca/plm/rsh/plm_rsh_component.c), though with
+        # no tree spawn it never runs it: the assets are mounted here too, read-only, as
+        # chainer-operator mounted them on its workers (newWorkerSet in its mpi backend).
+        container["volumeMounts"] = [*(container.get("volumeMounts") or []), _assets_mount()]
+        pod["volumes"] = [*(pod.get("volumes") or []), _assets_volume(plan)]
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
@@ -297,11 +303,15 @@ def _master_job(plan: ChainerJobPlan, options: GraphOptions, labels: dict[str, s
         pod["automountServiceAccountToken"] = True
         env += [
             {"name": "OMPI_MCA_plm_rsh_agent", "value": assets.KUBEXEC},
-            # Open MPI 4 starts the daemons of more than routed_radix (64) hosts through a
-            # tree: daemons it started launch the rest with the same rsh agent, from worker
-            # pods that have no agent, kubectl or token (orte/mca/plm/rsh/plm_rsh_module.c,
-            # remote_spawn). Every daemon is started from the master instead.
+            # The master starts every worker's daemon itself. Open MPI 4 otherwise has daemons
+            # start further daemons with the same agent (tree spawn, past routed_radix hosts:
+            # remote_spawn in orte/mca/plm/rsh/plm_rsh_module.c), and a worker has no kubectl
+            # or token; each daemon also checks that the agent exists (plm_rsh_component.c).
             {"name": "OMPI_MCA_plm_rsh_no_tree_spawn", "value": "1"},
+            # Without tree spawn Open MPI daemonizes each daemon and ends its exec session;
+            # kept attached, a daemon stays the exec stream it was started by, as with tree
+            # spawn (the --daemonize condition in plm_rsh_module.c's setup_launch).
+            {"name": "OMPI_MCA_orte_leave_session_attached", "value": "1"},
             {"name": "TRAINJOBS_KUBECTL", "value": assets.KUBECTL},
             *MPI_ENV,
         ]

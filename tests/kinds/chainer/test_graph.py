@@ -197,6 +197,7 @@ def test_master_env_wires_open_mpi_to_the_assets(job):
         {"name": "OMPI_MCA_orte_default_hostfile", "value": "/etc/trainjobs/hostfile"},
         {"name": "OMPI_MCA_plm_rsh_agent", "value": "/etc/trainjobs/kubexec.sh"},
         {"name": "OMPI_MCA_plm_rsh_no_tree_spawn", "value": "1"},
+        {"name": "OMPI_MCA_orte_leave_session_attached", "value": "1"},
         {"name": "TRAINJOBS_KUBECTL", "value": "/opt/trainjobs/bin/kubectl"},
         {"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "t"},
         {"name": "OMPI_MCA_btl_tcp_if_exclude", "value": "lo,docker0"},

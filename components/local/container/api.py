@@ -1,0 +1,231 @@
+"""The API-server stand-in of a container run: the two kubectl calls the assets make.
+
+Each pod with a service account token mounted gets its own unix socket, mounted into its
+containers where the token would be (:mod:`components.local.container.kubectl` is the client).
+The socket a call arrives on says which pod calls, so identity cannot be claimed: the pod's
+service account is checked against the job's Role (the grants of
+:mod:`components.local.cluster`), with the API server's Forbidden message, exactly as the
+process runtime's stand-in does (:mod:`components.local.kubectl`), counting every request in
+the run's ``api-calls.log`` as it does.
+
+- ``get pod POD -o jsonpath={.status.phase}``: the pod's phase, on the caller's stdout;
+- ``exec [-i] POD -c CONTAINER -- COMMAND...``: the engine's exec in the target container, with
+  the caller's own stdin (with ``-i``, else none), stdout and stderr, received with the call
+  (``SCM_RIGHTS``): the command reads and writes the caller's pipes directly, and its exit code
+  goes back. If the caller goes away (Open MPI ends its rsh agents), the exec is ended too.
+
+Anything else is refused with the process stand-in's usage message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from components.local.container.kubectl import SOCKET_NAME, decode
+from components.local.files import open_log
+from components.local.kubectl import CALLS_LOG, PHASE_JSONPATH, PROGRAM, USAGE
+
+if TYPE_CHECKING:
+    from components.local.container.pod import ContainerPodRun
+    from components.local.container.runtime import ContainerRun
+
+_MAX_REQUEST = 1 << 20
+
+
+class CallFailed(Exception):
+    """A call refused or failed as kubectl would: a message for stderr and an exit code."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class ApiServer:
+    """One listening socket per pod with a token; a thread per call."""
+
+    def __init__(self, run: ContainerRun) -> None:
+        self.run = run
+        self.listening: set[str] = set()
+        self.listeners: list[socket.socket] = []
+        self.calls: set[subprocess.Popen[bytes]] = set()
+        self.lock = threading.Lock()
+
+    def directory(self, pod: str) -> Path:
+        """What the pod mounts as its service account directory."""
+        return self.run.run_dir / "api" / pod
+
+    def listen(self, pod: ContainerPodRun) -> None:
+        """The pod's socket, from its first creation to the run's end."""
+        if pod.name in self.listening:
+            return
+        self.listening.add(pod.name)
+        directory = self.directory(pod.name)
+        directory.parent.mkdir(exist_ok=True)
+        directory.parent.chmod(0o700)
+        directory.mkdir(parents=True, exist_ok=True)
+        directory.chmod(0o755)
+        (directory / "namespace").write_text(self.run.plan.namespace, encoding="utf-8")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        # A socket path must fit 108 bytes; the run directory's may not: bind through an fd.
+        handle = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            listener.bind(f"/proc/self/fd/{handle}/{SOCKET_NAME}")
+        finally:
+            os.close(handle)
+        # Containers may run as any user (the kubectl init container runs as 65534); the
+        # directory above the pods' directories is the host's access check (0700).
+        (directory / SOCKET_NAME).chmod(0o666)
+        listener.listen(16)
+        self.listeners.append(listener)
+        threading.Thread(target=self._accept, args=(listener, pod), daemon=True).start()
+
+    def close(self) -> None:
+        for listener in self.listeners:
+            listener.close()
+        with self.lock:
+            for call in self.calls:
+                call.kill()
+
+    def _accept(self, listener: socket.socket, caller: ContainerPodRun) -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(connection, caller), daemon=True).start()
+
+    def _serve(self, connection: socket.socket, caller: ContainerPodRun) -> None:
+        fds: list[int] = []
+        code = 1
+        try:
+            data, fds, _, _ = socket.recv_fds(connection, _MAX_REQUEST, 3)
+            argv = decode(data)
+            while argv is None and len(data) < _MAX_REQUEST:
+                more = connection.recv(_MAX_REQUEST)
+                if not more:
+                    return
+                data += more
+                argv = decode(data)
+            if argv is None or len(fds) != 3:
+                return
+            try:
+                code = self._call(argv, caller, fds, connection)
+            except CallFailed as failure:
+                os.write(fds[2], (str(failure) + "\n").encode())
+                code = failure.code
+            connection.sendall(str(code).encode())
+        except OSError:
+            return
+        finally:
+            for fd in fds:
+                os.close(fd)
+            # shutdown, not just close: it also wakes the thread waiting for the caller to
+            # go away (closing a descriptor leaves another thread's recv() blocked).
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+            connection.close()
+
+    def _call(
+        self, argv: list[str], caller: ContainerPodRun, fds: list[int], connection: socket.socket
+    ) -> int:
+        match argv:
+            case ["get", "pod", name, "-o", jsonpath] if jsonpath == PHASE_JSONPATH:
+                self._authorize(caller, "get", "pods", name)
+                os.write(fds[1], self._pod(name).phase.encode())
+                return 0
+            case ["exec", *rest] if "--" in rest:
+                split = rest.index("--")
+                options, command = rest[:split], rest[split + 1 :]
+                stdin = options[:1] == ["-i"]
+                match options[1:] if stdin else options:
+                    case [name, "-c", container] if command and not name.startswith("-"):
+                        return self._exec(caller, name, container, command, stdin, fds, connection)
+            case _:
+                pass
+        raise CallFailed(f"{PROGRAM}: unsupported call 'kubectl {' '.join(argv)}': {USAGE}", 2)
+
+    def _authorize(self, caller: ContainerPodRun, verb: str, resource: str, pod: str) -> None:
+        self._record(caller.name, verb, resource, pod)
+        account = caller.plan.service_account
+        grants = {tuple(grant) for grant in self.run.plan.grants.get(account or "", [])}
+        if (verb, resource, pod) in grants or (verb, resource, "*") in grants:
+            return
+        namespace = self.run.plan.namespace
+        raise CallFailed(
+            f'Error from server (Forbidden): pods "{pod}" is forbidden: User '
+            f'"system:serviceaccount:{namespace}:{account}" cannot {verb} resource "{resource}" '
+            f'in API group "" in the namespace "{namespace}"'
+        )
+
+    def _record(self, caller: str, verb: str, resource: str, pod: str) -> None:
+        """Count the request as the process runtime's stand-in does (``api-calls.log``)."""
+        with self.lock:
+            descriptor = open_log(self.run.run_dir / CALLS_LOG)
+            try:
+                os.write(descriptor, f"{caller} {verb} {resource} {pod}\n".encode())
+            finally:
+                os.close(descriptor)
+
+    def _pod(self, name: str) -> ContainerPodRun:
+        pod = next((pod for pod in self.run.pods if pod.name == name and not pod.deleted), None)
+        if pod is None:
+            raise CallFailed(f'Error from server (NotFound): pods "{name}" not found')
+        return pod
+
+    def _exec(
+        self,
+        caller: ContainerPodRun,
+        name: str,
+        container: str,
+        command: list[str],
+        stdin: bool,
+        fds: list[int],
+        connection: socket.socket,
+    ) -> int:
+        self._authorize(caller, "create", "pods/exec", name)
+        pod = self._pod(name)
+        if pod.phase in ("Succeeded", "Failed"):
+            raise CallFailed(
+                "error: cannot exec into a container in a completed pod; "
+                f"current phase is {pod.phase}"
+            )
+        engine_name = pod.container_name(container)
+        if engine_name is None:
+            raise CallFailed(
+                f'error: unable to upgrade connection: container not found ("{container}")'
+            )
+        if not pod.running(container):
+            raise CallFailed(
+                f'error: unable to upgrade connection: container not running ("{container}")'
+            )
+        call = subprocess.Popen(
+            self.run.engine.exec_command(engine_name, command, stdin),
+            stdin=fds[0] if stdin else subprocess.DEVNULL,
+            stdout=fds[1],
+            stderr=fds[2],
+            env=self.run.engine.env,
+            start_new_session=True,
+        )
+        with self.lock:
+            self.calls.add(call)
+        # The caller's end closing (kubectl killed) ends the exec too.
+        threading.Thread(target=_end_when_gone, args=(connection, call), daemon=True).start()
+        code = call.wait()
+        with self.lock:
+            self.calls.discard(call)
+        return 128 - code if code < 0 else code
+
+
+def _end_when_gone(connection: socket.socket, call: subprocess.Popen[bytes]) -> None:
+    try:
+        gone = connection.recv(1) == b""
+    except OSError:
+        gone = True
+    if gone and call.poll() is None:
+        call.kill()

@@ -1,0 +1,62 @@
+"""Which local image each container of a container run runs, built first when trainjobs can.
+
+- An image trainjobs builds (a declaration with a recipe, e.g. ``trainjobs/chainermn:7.8.1``)
+  runs as built here, tagged as the job names it; missing or built from an older recipe, it
+  is built first, with the project's saved build settings.
+- The kubectl image (``registry.k8s.io/kubectl``) runs as the local kubectl stand-in image:
+  there is no API server here for the real kubectl to talk to.
+- Any other image (``myorg/train:3``) must exist in the engine's local storage: runs never
+  pull, as no registry may be reachable, and a job must not depend on what a pull would bring.
+
+``--map-image REF=OTHER`` runs OTHER wherever the job names REF. Pods that cannot be scheduled
+here (GPU pods) never start, so their images are not needed.
+"""
+
+from __future__ import annotations
+
+from components.core.errors import UserError
+from components.core.graph import DEFAULT_KUBECTL_IMAGE
+from components.engines.engine import Engine
+from components.images import kubectl_stand_in
+from components.images.builder import Say, ensure, saved_settings
+from components.images.catalogue import IMAGES
+from components.images.local_images import prepare
+from components.local.cluster import ClusterPlan
+
+
+def local_images(
+    plan: ClusterPlan, engine: Engine, aliases: dict[str, str], say: Say
+) -> dict[str, str]:
+    """The job's image references -> the local images the engine runs for them."""
+    wanted = {
+        container["image"]
+        for pod in plan.pods
+        if not pod.gpu_request()
+        for container in [*(pod.spec.get("initContainers") or []), *pod.spec["containers"]]
+    }
+    settings = saved_settings()
+    resolved: dict[str, str] = {}
+    prepared = False
+    for reference in sorted(wanted):
+        target = aliases.get(reference, reference)
+        declared = IMAGES.get(target)
+        if target == DEFAULT_KUBECTL_IMAGE or (declared is not None and declared.build):
+            if not prepared:
+                prepare(engine, settings, say)
+                prepared = True
+            if target == DEFAULT_KUBECTL_IMAGE:
+                resolved[reference] = kubectl_stand_in.ensure(engine, settings, say)
+                continue
+            assert declared is not None
+            ensure(engine, declared, settings, say)
+            resolved[reference] = target
+        elif engine.image_exists(target):
+            resolved[reference] = target
+        else:
+            alias = f" (--map-image {reference}={target})" if target != reference else ""
+            raise UserError(
+                f"image {target!r}{alias} is not in {engine.name}'s local storage and trainjobs "
+                f"does not build it: build or pull it first (`{engine.name} pull {target}`), or "
+                "run it as another local image with --map-image REF=LOCAL"
+            )
+    return resolved

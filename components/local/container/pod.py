@@ -1,0 +1,358 @@
+"""One pod of a container run: an engine pod, a container per container, its volumes.
+
+What a pod template becomes on the engine, as the kubelet would make it:
+
+- the pod: the engine's pod (infra container) with the pod's hostname and address;
+- each container: the job's image with Kubernetes' rules for ``command`` (replaces the
+  ENTRYPOINT and drops CMD) and ``args`` (replace CMD); ``$(VAR)`` expansion; ``env`` with
+  ``fieldRef`` and ``configMapKeyRef`` sources (the image's own ENV stays underneath, as the
+  engine keeps it); ``workingDir``; and from ``securityContext`` (container, then pod)
+  ``runAsUser``/``runAsGroup``, ``readOnlyRootFilesystem``, ``capabilities`` and
+  ``allowPrivilegeEscalation: false`` (``privileged`` is refused);
+- volumes: ``configMap`` (the ConfigMap's files, read-only, ``defaultMode`` and ``items``), the
+  job's own ``secret`` volumes (the ssh transport's key pair, made for the run and removed with
+  it) and ``emptyDir`` (an empty directory every container may write, fresh for each new pod),
+  bind-mounted from the pod's directory in the run directory, ``subPath`` and ``readOnly`` kept;
+- the pod's service account: with a token mounted, the API stand-in's socket appears where the
+  token would (:mod:`components.local.container.kubectl`); without one, nothing does;
+- ``/etc/hosts`` and ``/etc/resolv.conf``: the run's (:mod:`components.local.container.network`).
+
+Not reproduced: resource limits and requests (GPUs aside: such pods stay Pending), probes,
+other volume types and env sources (refused up front, naming the field).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from components.core.errors import UserError
+from components.core.pod_template import GPU_RESOURCE
+from components.engines.engine import ContainerRequest, Mount, PodRequest
+from components.engines.owners import start_time
+from components.local import containers
+from components.local.cluster import PodPlan
+from components.local.container.kubectl import SERVICE_ACCOUNT_DIR
+from components.local.files import inside, write_private
+from components.local.network import PodHost
+from components.local.pod_run import POLL_SECONDS
+from components.local.pods import ContainerProcess, ProcessSpec
+
+if TYPE_CHECKING:
+    from components.local.container.runtime import ContainerRun
+
+# Local pods share this machine's cores, but Open MPI sees one node per pod and would
+# busy-poll on each: ranks must yield, or 3 ranks on 2 cores crawl (as in the process runtime).
+SHARED_CORES_ENV = {"OMPI_MCA_mpi_yield_when_idle": "1"}
+
+
+class PodSandbox:
+    """The engine pod's infra process: alive while the pod's namespaces exist."""
+
+    def __init__(self, engine_name: str, pid: int) -> None:
+        self.engine_name = engine_name
+        self.pid = pid
+        self.starttime = start_time(pid)
+
+    def alive(self) -> bool:
+        return self.starttime is not None and start_time(self.pid) == self.starttime
+
+    def wrap(self, spec: ProcessSpec) -> list[str]:
+        """The engine client runs on the host; the container is the engine's business."""
+        return spec.argv
+
+
+class ContainerPodRun:
+    """One pod on the engine, with the interface :class:`~components.local.job_run.JobRun`
+    and the run drive (create, start, finish, stop) that the process runtime's pods have."""
+
+    def __init__(self, plan: PodPlan, host: PodHost, run: ContainerRun) -> None:
+        self.plan = plan
+        self.host = host
+        self.run = run
+        self.name = plan.name
+        self.engine_name = f"{run.network.name}-{plan.name}"
+        self.phase = "Pending"
+        self.directory = inside(run.run_dir, "pods", plan.name)
+        self.volume_dirs = {
+            volume["name"]: inside(self.directory, "volumes", volume["name"])
+            for volume in plan.spec.get("volumes") or []
+        }
+        self.init_names = [c["name"] for c in plan.spec.get("initContainers") or []]
+        self.main_names = [c["name"] for c in plan.spec["containers"]]
+        if self.init_names and plan.restart_policy == "Always":
+            raise UserError(
+                f"{plan.owner}: init containers on workers are not supported by local runs"
+            )
+        self._check_volumes()
+        self.requests = {
+            container["name"]: self._request(group, index, container)
+            for group in ("initContainers", "containers")
+            for index, container in enumerate(plan.spec.get(group) or [])
+        }
+        self.sandbox: PodSandbox | None = None
+        self.deleted = False
+        self.stage = 0
+        self.attempts = 0
+        self.processes: dict[str, ContainerProcess] = {}
+        self.restarts: dict[str, int] = {}
+        self.restart_at: dict[str, float] = {}
+        gpus = plan.gpu_request()
+        self.unschedulable = (
+            f"0/1 nodes are available: 1 Insufficient {GPU_RESOURCE}: the local node offers no "
+            f"GPUs and pod {plan.name} requests {gpus}"
+            if gpus
+            else None
+        )
+
+    # -- what each container becomes ---------------------------------------------------------
+
+    def _request(
+        self, group: str, index: int, container: dict[str, Any]
+    ) -> tuple[ContainerRequest, dict[str, str]]:
+        """The engine request and the resolved env (written to its env file at create)."""
+        where = f"{self.plan.owner} pod template spec.{group}[{index}]"
+        context = containers.PodContext(
+            pod=self.name,
+            namespace=self.run.plan.namespace,
+            address=self.host.address,
+            node="localhost",
+            service_account=self.plan.spec.get("serviceAccountName") or "default",
+            labels=self.plan.labels,
+            annotations=self.plan.annotations,
+            config_maps=self.run.plan.config_maps,
+        )
+        base = {**SHARED_CORES_ENV, **self.plan.controller_env}
+        env = containers.container_env(container, {}, base, context, where)
+        command = container.get("command")
+        args = container.get("args") or []
+        expanded = tuple(containers.expand_variables(str(arg), env) for arg in args)
+        entrypoint = (
+            tuple(containers.expand_variables(str(arg), env) for arg in command)
+            if command
+            else None
+        )
+        security = _security(self.plan.spec, container, where)
+        name = container["name"]
+        return ContainerRequest(
+            name=f"{self.engine_name}-{name}",
+            pod=self.engine_name,
+            # Pods that cannot be scheduled here never start: their images are not resolved.
+            image=self.run.images.get(container["image"], container["image"]),
+            entrypoint=entrypoint,
+            args=expanded,
+            env_file=inside(self.directory, "env", f"{name}.env"),
+            env_names=tuple(key for key, value in env.items() if "\n" in value),
+            mounts=self._mounts(container, where),
+            workdir=container.get("workingDir"),
+            labels=self.run.labels,
+            **security,
+        ), env
+
+    def _mounts(self, container: dict[str, Any], where: str) -> tuple[Mount, ...]:
+        mounts = [
+            Mount(self.run.network.hosts_path, "/etc/hosts", read_only=True),
+            Mount(self.run.network.resolv_path, "/etc/resolv.conf", read_only=True),
+        ]
+        if self.plan.service_account is not None:
+            mounts.append(Mount(self.run.api.directory(self.name), SERVICE_ACCOUNT_DIR, True))
+        volumes = {v["name"]: v for v in self.plan.spec.get("volumes") or []}
+        for index, mount in enumerate(container.get("volumeMounts") or []):
+            source = self.volume_dirs.get(mount["name"])
+            if source is None:
+                raise UserError(
+                    f"{where}.volumeMounts[{index}]: volume {mount['name']!r} is not defined"
+                )
+            if mount.get("subPath"):
+                # Validation refused '..' and absolute paths; inside() checks symlinks too.
+                source = inside(source, mount["subPath"])
+            # configMap and secret volumes are always mounted read-only by the kubelet.
+            volume = volumes[mount["name"]]
+            read_only = bool(mount.get("readOnly")) or "configMap" in volume or "secret" in volume
+            mounts.append(Mount(source, mount["mountPath"], read_only))
+        return tuple(mounts)
+
+    def _check_volumes(self) -> None:
+        """Only configMap, emptyDir and the job's own secret volumes exist locally."""
+        for index, volume in enumerate(self.plan.spec.get("volumes") or []):
+            if "configMap" in volume:
+                if volume["configMap"]["name"] not in self.run.plan.config_maps:
+                    raise UserError(
+                        f"{self.plan.owner}: volumes[{index}] names ConfigMap "
+                        f"{volume['configMap']['name']!r}, which the job does not create"
+                    )
+            elif "secret" in volume:
+                if volume["secret"]["secretName"] not in self.run.secret_files:
+                    raise UserError(
+                        f"{self.plan.owner}: volumes[{index}] names Secret "
+                        f"{volume['secret']['secretName']!r}, which the job does not create"
+                    )
+            elif "emptyDir" not in volume:
+                kinds = sorted(set(volume) - {"name"})
+                raise UserError(
+                    f"{self.plan.owner}: volumes[{index}] ({volume['name']}): {kinds} volumes "
+                    "are not supported by local runs (configMap, emptyDir and the job's own "
+                    "Secrets are)"
+                )
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def create(self) -> None:
+        """A fresh pod: new volumes (emptyDirs start empty), env files, a new engine pod."""
+        self.phase = "Pending"
+        for volume in self.plan.spec.get("volumes") or []:
+            target = self.volume_dirs[volume["name"]]
+            shutil.rmtree(target, ignore_errors=True)
+            target.mkdir(parents=True)
+            if "configMap" in volume:
+                source = volume["configMap"]
+                containers.materialise_config_map(
+                    target,
+                    self.run.plan.config_maps[source["name"]],
+                    int(source.get("defaultMode", 0o644)),
+                    source.get("items"),
+                )
+                target.chmod(0o755)
+            elif "secret" in volume:
+                source = volume["secret"]
+                # Files keep the volume's mode (the ssh key: 0400), readable in the container
+                # by its owner only, as the kubelet writes them.
+                containers.materialise_config_map(
+                    target,
+                    self.run.secret_files[source["secretName"]],
+                    int(source.get("defaultMode", 0o644)),
+                    source.get("items"),
+                )
+                target.chmod(0o755)
+            else:
+                # An emptyDir is writable by whichever user a container runs as.
+                target.chmod(0o777)
+        if self.plan.service_account is not None:
+            self.run.api.listen(self)
+        for request, _ in self.requests.values():
+            for mount in request.mounts:
+                # The kubelet creates a subPath of an emptyDir on first use.
+                if not mount.source.exists() and self.directory in mount.source.parents:
+                    mount.source.mkdir(parents=True)
+                    mount.source.chmod(0o777)
+        env_dir = self.directory / "env"
+        env_dir.mkdir(parents=True, exist_ok=True)
+        env_dir.chmod(0o700)
+        for request, env in self.requests.values():
+            _write_env_file(request.env_file, env)
+        if self.engine_name not in self.run.recorded_pods:
+            self.run.ledger.record(
+                "engine-pod",
+                engine=self.run.engine.name,
+                executable=self.run.engine.executable,
+                name=self.engine_name,
+                run=self.run.run_id,
+            )
+            self.run.recorded_pods.add(self.engine_name)
+        pid = self.run.engine.create_pod(
+            PodRequest(
+                name=self.engine_name,
+                hostname=self.plan.hostname,
+                network=self.run.network.name,
+                address=self.host.address,
+                labels=self.run.labels,
+            )
+        )
+        self.sandbox = PodSandbox(self.engine_name, pid)
+        self.run.publish()
+
+    def start(self, container: str) -> None:
+        assert self.sandbox is not None
+        request, env = self.requests[container]
+        client_env = {**self.run.engine.env, **{name: env[name] for name in request.env_names}}
+        spec = ProcessSpec(self.run.engine.run_command(request), client_env, self.directory)
+        self.processes[container] = ContainerProcess(
+            self.name, container, spec, self.sandbox, self.run.sink
+        )
+        self.run.publish()
+
+    def running(self, container: str) -> bool:
+        process = self.processes.get(container)
+        return process is not None and process.poll() is None
+
+    def finish(self, container: str) -> None:
+        """After a container exited (the engine removed it): collect the rest of its output."""
+        self.processes[container].reap()
+        self.run.publish()
+
+    def stop(self, grace: float) -> None:
+        """SIGTERM each running container's main process, wait up to ``grace``, then remove
+        the pod (which kills whatever is left)."""
+        for name in self.processes:
+            if self.running(name):
+                self.run.engine.signal(self.requests[name][0].name, "TERM")
+        end = time.monotonic() + grace
+        while any(self.running(name) for name in self.processes) and time.monotonic() < end:
+            if self.run.hurry:
+                break
+            time.sleep(POLL_SECONDS)
+        self.kill_everything()
+
+    def kill_everything(self) -> None:
+        """Remove the engine pod and everything in it, as a node does when a pod is deleted."""
+        self.run.engine.remove_pods([self.engine_name])
+        for process in self.processes.values():
+            process.reap()
+        self.run.publish()
+
+    def remove_secret_volumes(self) -> list[str]:
+        """Secret data lives as long as the run: delete it once the pod is gone."""
+        left = []
+        for volume in self.plan.spec.get("volumes") or []:
+            if "secret" in volume:
+                target = self.volume_dirs[volume["name"]]
+                shutil.rmtree(target, ignore_errors=True)
+                if target.exists():
+                    left.append(f"secret volume {target}")
+        return left
+
+    def container_name(self, container: str) -> str | None:
+        """The engine's name for a container of this pod, if the pod declares it."""
+        entry = self.requests.get(container)
+        return entry[0].name if entry else None
+
+    def registry_entry(self) -> dict[str, Any]:
+        alive = self.sandbox is not None and self.sandbox.alive()
+        return {
+            "phase": self.phase,
+            "serviceAccount": self.plan.service_account,
+            "enginePod": self.engine_name,
+            "containers": {
+                name: {"running": alive and self.running(name), "engineName": request.name}
+                for name, (request, _) in self.requests.items()
+            },
+        }
+
+
+def _write_env_file(path: Path, env: dict[str, str]) -> None:
+    """KEY=VALUE per line, private (env may hold credentials); multi-line values go by name."""
+    lines = [f"{key}={value}" for key, value in env.items() if "\n" not in value]
+    write_private(path, "\n".join(lines) + "\n")
+
+
+def _security(pod_spec: dict[str, Any], container: dict[str, Any], where: str) -> dict[str, Any]:
+    """The securityContext fields the engine applies (container settings win over the pod's)."""
+    pod = pod_spec.get("securityContext") or {}
+    own = container.get("securityContext") or {}
+    if own.get("privileged"):
+        raise UserError(
+            f"{where}.securityContext.privileged: privileged containers are not run by local "
+            "runs; run this job on a cluster"
+        )
+    user = own.get("runAsUser", pod.get("runAsUser"))
+    group = own.get("runAsGroup", pod.get("runAsGroup"))
+    capabilities = own.get("capabilities") or {}
+    return {
+        "user": None if user is None else f"{user}" + ("" if group is None else f":{group}"),
+        "read_only_root": bool(own.get("readOnlyRootFilesystem")),
+        "cap_add": tuple(capabilities.get("add") or ()),
+        "cap_drop": tuple(capabilities.get("drop") or ()),
+        "no_new_privileges": own.get("allowPrivilegeEscalation") is False,
+    }

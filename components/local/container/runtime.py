@@ -1,0 +1,114 @@
+"""A container run: the process runtime's run, with each pod a real pod on a container engine.
+
+Everything that decides the job is shared with the process runtime
+(:class:`components.local.runtime.Run`: Job and StatefulSet semantics, retries, deadline,
+outcome, logs, ``summary.json``, the scale-to-0, signals); this run differs only in what a
+pod and the network are (:mod:`.pod`, :mod:`.network`) and in the exec path (:mod:`.api`).
+
+Crash safety: every pod, container and network the run creates carries the run's id and its
+owner (this process, :mod:`components.engines.owners`) as labels the engine stores with the
+object in the same call that creates it, so nothing of a run exists unrecorded. A run that is
+killed (SIGKILL) leaves them behind with an owner that is gone; the next container run, or
+``trainjobs clean``, removes them (:mod:`.cleanup`) and says so.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+from components.core.errors import UserError
+from components.engines.engine import OWNER_LABEL, RUN_LABEL, Engine, find_engine
+from components.engines.owners import owner_token
+from components.kinds.registry import JobDefinition
+from components.local.cluster import ClusterPlan, PodPlan
+from components.local.container.api import ApiServer
+from components.local.container.cleanup import remove_stale
+from components.local.container.images import local_images
+from components.local.container.network import ContainerNetwork
+from components.local.container.pod import ContainerPodRun
+from components.local.network import PodHost, PodName
+from components.local.results import RunResult
+from components.local.runtime import Run, RunOptions, clean_up_after_killed_runs
+
+
+class ContainerRun(Run):
+    """One execution of a job on a container engine (see the module docstring)."""
+
+    network: ContainerNetwork
+
+    def __init__(
+        self,
+        job: JobDefinition,
+        plan: ClusterPlan,
+        options: RunOptions,
+        engine: Engine,
+        images: dict[str, str],
+    ) -> None:
+        self.engine = engine
+        self.images = images
+        """The job's image references -> the local images that run them."""
+        self.owner = owner_token()
+        self.api = ApiServer(self)
+        self.recorded_pods: set[str] = set()
+        """Engine pods already in the ledger (a pod made again is recorded once)."""
+        super().__init__(job, plan, options)
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {RUN_LABEL: self.run_id, OWNER_LABEL: self.owner}
+
+    def _network_mode(self) -> str:
+        return self.engine.name
+
+    def make_network(self, mode: str, pods: list[PodName]) -> ContainerNetwork:
+        return ContainerNetwork(
+            self.engine,
+            self.run_id,
+            self.plan.namespace,
+            pods,
+            self.labels,
+            self.run_dir / "network",
+        )
+
+    def make_pod(self, plan: PodPlan, host: PodHost) -> ContainerPodRun:  # type: ignore[override]
+        return ContainerPodRun(plan, host, self)
+
+    def check_ssh_transport(self, mode: str) -> None:
+        """The images bring ssh and sshd; this machine only makes the run's key pair."""
+        if shutil.which("ssh-keygen") is None:
+            raise UserError(
+                "--mpi-transport ssh makes the run's key pair with ssh-keygen, which is not "
+                "on this machine: install Debian's openssh-client (make system-deps as root)"
+            )
+
+    def execute(self) -> RunResult:
+        removed = remove_stale(self.engine)
+        if removed:
+            self.sink.event(
+                f"removed what killed runs left on {self.engine.name}: {', '.join(removed)}"
+            )
+        return super().execute()
+
+    def _teardown(self) -> list[str]:
+        try:
+            return super()._teardown()
+        finally:
+            self.api.close()
+
+
+def container_run(job: JobDefinition, plan: ClusterPlan, options: RunOptions) -> ContainerRun:
+    """A container run of ``job``, its images ready (built first where trainjobs can)."""
+    if options.network != "auto":
+        raise UserError(
+            f"--network {options.network}: container runs always use a private engine network"
+        )
+    engine = find_engine(options.engine)
+    stream = options.stream or sys.stdout
+
+    def say(line: str) -> None:
+        print(f"[trainjobs] {line}", file=stream, flush=True)
+
+    clean_up_after_killed_runs(say)
+    images = local_images(plan, engine, options.image_aliases, say)
+    return ContainerRun(job, plan, options, engine, images)
