@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
 from collections.abc import Sequence
 
 from components.core.errors import UserError
@@ -36,12 +35,6 @@ POD_LABEL = "io.trainjobs.pod"
 
 class Docker(Engine):
     name = "docker"
-
-    @staticmethod
-    def usable(executable: str) -> bool:
-        # `docker version` fails when the client cannot reach a daemon.
-        answer = subprocess.run([executable, "version"], capture_output=True, check=False)
-        return answer.returncode == 0
 
     def build(self, request: BuildRequest, output: Output) -> None:
         if request.volumes:

@@ -192,9 +192,11 @@ class Engine(ABC):
         return self.call("image", "inspect", reference)
 
     @staticmethod
-    @abstractmethod
     def usable(executable: str) -> bool:
-        """Whether this engine's client answers (a daemon it needs is reachable)."""
+        """Whether this engine's client answers: ``version`` fails when a daemon it needs
+        cannot be reached."""
+        answer = subprocess.run([executable, "version"], capture_output=True, check=False)
+        return answer.returncode == 0
 
     @abstractmethod
     def build(self, request: BuildRequest, output: Output) -> None: ...

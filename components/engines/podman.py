@@ -9,7 +9,6 @@ the run's own hosts file instead (the cluster-DNS names of the process runtime).
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Sequence
 
 from components.engines.engine import (
@@ -27,11 +26,6 @@ from components.engines.engine import (
 
 class Podman(Engine):
     name = "podman"
-
-    @staticmethod
-    def usable(executable: str) -> bool:
-        answer = subprocess.run([executable, "version"], capture_output=True, check=False)
-        return answer.returncode == 0
 
     def build(self, request: BuildRequest, output: Output) -> None:
         args = ["build", "--layers", f"--file={request.dockerfile}"]

@@ -114,7 +114,13 @@ last_report=$start
 while :; do
     pending=""
 {checks}
-    now=$(date +%s)
+{waiter_decision(total)}"""
+
+
+def waiter_decision(total: int) -> str:
+    """The end of a cluster waiter's round (either transport's): done, timed out, or
+    report progress now and then and wait."""
+    return f"""    now=$(date +%s)
     if [ -z "$pending" ]; then
         echo "cluster_waiter: all {total} workers ready after $((now - start))s"
         exit 0

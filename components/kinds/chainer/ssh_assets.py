@@ -23,7 +23,12 @@ import shlex
 
 from components.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS, Manifest
 from components.core.labels import metadata
-from components.kinds.chainer.assets import ASSETS_DIR, READY_MARKER, hostfile_line
+from components.kinds.chainer.assets import (
+    ASSETS_DIR,
+    READY_MARKER,
+    hostfile_line,
+    waiter_decision,
+)
 from components.kinds.chainer.spec import ChainerJobPlan
 
 SSH_DIR = "/etc/trainjobs-ssh"
@@ -306,22 +311,7 @@ round() {{
 last_report=$start
 while :; do
     round
-    now=$(date +%s)
-    if [ -z "$pending" ]; then
-        echo "cluster_waiter: all {total} workers ready after $((now - start))s"
-        exit 0
-    fi
-    if [ $((now - start)) -ge "$timeout_seconds" ]; then
-        echo "cluster_waiter: timed out after ${{timeout_seconds}}s; workers not ready:$pending" >&2
-        exit 1
-    fi
-    if [ $((now - last_report)) -ge 15 ]; then
-        echo "cluster_waiter: still waiting after $((now - start))s for:$pending"
-        last_report=$now
-    fi
-    sleep "$interval"
-done
-"""
+{waiter_decision(total)}"""
 
 
 def asset_files(plan: ChainerJobPlan) -> dict[str, str]:
