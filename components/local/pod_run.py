@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from components.core.errors import UserError
@@ -22,8 +23,10 @@ if TYPE_CHECKING:
 POLL_SECONDS = 0.05
 
 
-class PodRun:
-    """One local pod: its sandbox, its container processes and the status kubectl reports."""
+class LocalPod:
+    """What every local pod has, whichever runtime runs its containers: its plan, phase and
+    restart bookkeeping, and its volumes (checked, written fresh for each new pod, secrets
+    removed with it)."""
 
     def __init__(self, plan: PodPlan, host: PodHost, run: Run) -> None:
         self.plan = plan
@@ -43,12 +46,6 @@ class PodRun:
                 f"{plan.owner}: init containers on workers are not supported by local runs"
             )
         self._check_volumes()
-        self.specs = {
-            container["name"]: self._process_spec(group, index, container)
-            for group in ("initContainers", "containers")
-            for index, container in enumerate(plan.spec.get(group) or [])
-        }
-        self.sandbox: Sandbox | None = None
         self.deleted = False
         self.stage = 0
         """Job pods: init container ``stage`` runs; past the last one, the containers run."""
@@ -63,6 +60,128 @@ class PodRun:
             if gpus
             else None
         )
+
+    def running(self, container: str) -> bool:
+        process = self.processes.get(container)
+        return process is not None and process.poll() is None
+
+    def terminate(self) -> None:
+        """SIGTERM each running container's main process."""
+        raise NotImplementedError
+
+    def kill_everything(self) -> None:
+        """End every process of the pod at once, as a node does when a pod is deleted."""
+        raise NotImplementedError
+
+    def stop(self, grace: float) -> None:
+        """SIGTERM the containers, wait up to ``grace``, then kill everything in the pod."""
+        stop_pods([self], lambda pod: grace)
+
+    def _check_volumes(self) -> None:
+        """Only configMap, emptyDir and the job's own secret volumes exist locally."""
+        for index, volume in enumerate(self.plan.spec.get("volumes") or []):
+            if volume.get("configMap") is not None:
+                source = volume["configMap"]
+                data = self.run.plan.config_maps.get(source["name"])
+                if data is None:
+                    raise UserError(
+                        f"{self.plan.owner}: volumes[{index}] names ConfigMap "
+                        f"{source['name']!r}, which the job does not create"
+                    )
+                for position, item in enumerate(source.get("items") or []):
+                    if item["key"] not in data:
+                        raise UserError(
+                            f"{self.plan.owner}: volumes[{index}].configMap.items[{position}]"
+                            f".key: {item['key']!r} is not a key of ConfigMap "
+                            f"{source['name']} (it has {', '.join(sorted(data))})"
+                        )
+            elif volume.get("secret") is not None:
+                if volume["secret"].get("secretName") not in self.run.secret_files:
+                    raise UserError(
+                        f"{self.plan.owner}: volumes[{index}] names Secret "
+                        f"{volume['secret'].get('secretName')!r}, which the job does not create"
+                    )
+            elif volume.get("emptyDir") is None:
+                kinds = sorted(set(volume) - {"name"})
+                raise UserError(
+                    f"{self.plan.owner}: volumes[{index}] ({volume['name']}): {kinds} volumes "
+                    "are not supported by local runs (configMap, emptyDir and the job's own "
+                    "Secrets are)"
+                )
+
+    def _write_volumes(self, modes: dict[str, int | None]) -> None:
+        """Each volume's directory made anew (emptyDirs start empty), ConfigMap and Secret
+        files written with their ``defaultMode`` and ``items``; ``modes`` maps a volume type
+        to the directory's own mode (``None``: left as made)."""
+        for volume in self.plan.spec.get("volumes") or []:
+            target = self.volume_dirs[volume["name"]]
+            shutil.rmtree(target, ignore_errors=True)
+            target.mkdir(parents=True)
+            kind = next((k for k in ("configMap", "secret") if volume.get(k) is not None), None)
+            if kind is not None:
+                source = volume[kind]
+                files = (
+                    self.run.plan.config_maps[source["name"]]
+                    if kind == "configMap"
+                    else self.run.secret_files[source["secretName"]]
+                )
+                containers.materialise_config_map(
+                    target,
+                    files,
+                    0o644 if source.get("defaultMode") is None else source["defaultMode"],
+                    source.get("items"),
+                )
+            mode = modes[kind or "emptyDir"]
+            if mode is not None:
+                target.chmod(mode)
+
+    def remove_secret_volumes(self) -> list[str]:
+        """Secret data lives as long as the run: delete it once the pod is gone."""
+        left = []
+        for volume in self.plan.spec.get("volumes") or []:
+            if "secret" in volume:
+                target = self.volume_dirs[volume["name"]]
+                shutil.rmtree(target, ignore_errors=True)
+                if target.exists():
+                    left.append(f"secret volume {target}")
+        return left
+
+
+def stop_pods(pods: list[LocalPod], grace: Callable[[LocalPod], float]) -> None:
+    """Stop pods together, as the kubelets do: SIGTERM every container, wait until each pod
+    has exited or its own ``grace`` has passed (a second Ctrl-C cuts it short), then kill
+    whatever is left."""
+    for pod in pods:
+        pod.terminate()
+    start = time.monotonic()
+    waiting = list(pods)
+    while waiting:
+        now = time.monotonic()
+        for pod in list(waiting):
+            if not any(pod.running(name) for name in pod.processes) or (
+                pod.run.hurry or now - start >= grace(pod)
+            ):
+                pod.kill_everything()
+                waiting.remove(pod)
+        if waiting:
+            time.sleep(POLL_SECONDS)
+
+
+class PodRun(LocalPod):
+    """One pod of the process runtime: its sandbox, its container processes and the status
+    kubectl reports."""
+
+    def __init__(self, plan: PodPlan, host: PodHost, run: Run) -> None:
+        super().__init__(plan, host, run)
+        # Directories must exist for PathMap to know they are directories.
+        for path in self.volume_dirs.values():
+            path.mkdir(parents=True, exist_ok=True)
+        self.specs = {
+            container["name"]: self._process_spec(group, index, container)
+            for group in ("initContainers", "containers")
+            for index, container in enumerate(plan.spec.get(group) or [])
+        }
+        self.sandbox: Sandbox | None = None
 
     def _process_spec(self, group: str, index: int, container: dict[str, Any]) -> ProcessSpec:
         where = f"{self.plan.owner} pod template spec.{group}[{index}]"
@@ -102,68 +221,13 @@ class PodRun:
             workdir = paths.host(container["workingDir"]) or workdir
         return ProcessSpec(argv=argv, env=env, cwd=workdir)
 
-    def _check_volumes(self) -> None:
-        """Only configMap, emptyDir and the job's own secret volumes exist locally; create
-        their directories."""
-        for index, volume in enumerate(self.plan.spec.get("volumes") or []):
-            if volume.get("configMap") is not None:
-                source = volume["configMap"]
-                data = self.run.plan.config_maps.get(source["name"])
-                if data is None:
-                    raise UserError(
-                        f"{self.plan.owner}: volumes[{index}] names ConfigMap "
-                        f"{source['name']!r}, which the job does not create"
-                    )
-                for position, item in enumerate(source.get("items") or []):
-                    if item["key"] not in data:
-                        raise UserError(
-                            f"{self.plan.owner}: volumes[{index}].configMap.items[{position}]"
-                            f".key: {item['key']!r} is not a key of ConfigMap "
-                            f"{source['name']} (it has {', '.join(sorted(data))})"
-                        )
-            elif volume.get("secret") is not None:
-                if volume["secret"].get("secretName") not in self.run.secret_files:
-                    raise UserError(
-                        f"{self.plan.owner}: volumes[{index}] names Secret "
-                        f"{volume['secret'].get('secretName')!r}, which the job does not create"
-                    )
-            elif volume.get("emptyDir") is None:
-                kinds = sorted(set(volume) - {"name"})
-                raise UserError(
-                    f"{self.plan.owner}: volumes[{index}] ({volume['name']}): {kinds} volumes "
-                    "are not supported by local runs (configMap, emptyDir and the job's own "
-                    "Secrets are)"
-                )
-        # Directories must exist for PathMap to know they are directories.
-        for path in self.volume_dirs.values():
-            path.mkdir(parents=True, exist_ok=True)
-
     # -- lifecycle -------------------------------------------------------------------------
 
     def create(self) -> None:
         """A fresh pod: new volumes (emptyDirs start empty), a new sandbox."""
         self.phase = "Pending"
-        for volume in self.plan.spec.get("volumes") or []:
-            target = inside(self.directory, "volumes", volume["name"])
-            shutil.rmtree(target, ignore_errors=True)
-            target.mkdir(parents=True)
-            if volume.get("configMap") is not None:
-                source = volume["configMap"]
-                containers.materialise_config_map(
-                    target,
-                    self.run.plan.config_maps[source["name"]],
-                    0o644 if source.get("defaultMode") is None else source["defaultMode"],
-                    source.get("items"),
-                )
-            elif volume.get("secret") is not None:
-                source = volume["secret"]
-                target.chmod(0o700)
-                containers.materialise_config_map(
-                    target,
-                    self.run.secret_files[source["secretName"]],
-                    0o644 if source.get("defaultMode") is None else source["defaultMode"],
-                    source.get("items"),
-                )
+        # Secret files stay private to this machine's root: the process runs as root.
+        self._write_volumes({"configMap": None, "secret": 0o700, "emptyDir": None})
         for spec in self.specs.values():
             spec.cwd.mkdir(parents=True, exist_ok=True)
         self.sandbox = Sandbox(
@@ -179,26 +243,15 @@ class PodRun:
         )
         self.run.publish()
 
-    def running(self, container: str) -> bool:
-        process = self.processes.get(container)
-        return process is not None and process.poll() is None
-
     def finish(self, container: str) -> None:
         """After a container's main process exited: end what it started, collect its output."""
         kill_all(self.run.processes(self.name, container))
         self.processes[container].reap()
         self.run.publish()
 
-    def stop(self, grace: float) -> None:
-        """SIGTERM the containers, wait up to ``grace``, then kill everything in the pod."""
+    def terminate(self) -> None:
         for process in self.processes.values():
             process.terminate()
-        end = time.monotonic() + grace
-        while any(self.running(name) for name in self.processes) and time.monotonic() < end:
-            if self.run.hurry:
-                break
-            time.sleep(POLL_SECONDS)
-        self.kill_everything()
 
     def kill_everything(self) -> None:
         """SIGKILL every process of the pod (the sandbox last), as a PID namespace's end would."""
@@ -216,17 +269,6 @@ class PodRun:
             self.sandbox.stop()
         kill_all(self.run.processes(self.name))
         self.run.publish()
-
-    def remove_secret_volumes(self) -> list[str]:
-        """Secret data lives as long as the run: delete it once the pod is gone."""
-        left = []
-        for volume in self.plan.spec.get("volumes") or []:
-            if "secret" in volume:
-                target = self.volume_dirs[volume["name"]]
-                shutil.rmtree(target, ignore_errors=True)
-                if target.exists():
-                    left.append(f"secret volume {target}")
-        return left
 
     def registry_entry(self) -> dict[str, Any]:
         alive = self.sandbox is not None and self.sandbox.alive()

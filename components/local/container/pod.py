@@ -23,13 +23,10 @@ other volume types and env sources (refused up front, naming the field).
 
 from __future__ import annotations
 
-import shutil
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from components.core.errors import UserError
-from components.core.pod_template import GPU_RESOURCE
 from components.engines.engine import ContainerRequest, Mount, PodRequest
 from components.engines.owners import start_time
 from components.local import containers
@@ -37,7 +34,7 @@ from components.local.cluster import PodPlan
 from components.local.container.kubectl import SERVICE_ACCOUNT_DIR
 from components.local.files import inside, write_private
 from components.local.network import PodHost
-from components.local.pod_run import POLL_SECONDS
+from components.local.pod_run import LocalPod
 from components.local.pods import ContainerProcess, ProcessSpec
 
 if TYPE_CHECKING:
@@ -64,48 +61,21 @@ class PodSandbox:
         return spec.argv
 
 
-class ContainerPodRun:
+class ContainerPodRun(LocalPod):
     """One pod on the engine, with the interface :class:`~components.local.job_run.JobRun`
     and the run drive (create, start, finish, stop) that the process runtime's pods have."""
 
+    run: ContainerRun
+
     def __init__(self, plan: PodPlan, host: PodHost, run: ContainerRun) -> None:
-        self.plan = plan
-        self.host = host
-        self.run = run
-        self.name = plan.name
+        super().__init__(plan, host, run)
         self.engine_name = f"{run.network.name}-{plan.name}"
-        self.phase = "Pending"
-        self.directory = inside(run.run_dir, "pods", plan.name)
-        self.volume_dirs = {
-            volume["name"]: inside(self.directory, "volumes", volume["name"])
-            for volume in plan.spec.get("volumes") or []
-        }
-        self.init_names = [c["name"] for c in plan.spec.get("initContainers") or []]
-        self.main_names = [c["name"] for c in plan.spec["containers"]]
-        if self.init_names and plan.restart_policy == "Always":
-            raise UserError(
-                f"{plan.owner}: init containers on workers are not supported by local runs"
-            )
-        self._check_volumes()
         self.requests = {
             container["name"]: self._request(group, index, container)
             for group in ("initContainers", "containers")
             for index, container in enumerate(plan.spec.get(group) or [])
         }
         self.sandbox: PodSandbox | None = None
-        self.deleted = False
-        self.stage = 0
-        self.attempts = 0
-        self.processes: dict[str, ContainerProcess] = {}
-        self.restarts: dict[str, int] = {}
-        self.restart_at: dict[str, float] = {}
-        gpus = plan.gpu_request()
-        self.unschedulable = (
-            f"0/1 nodes are available: 1 Insufficient {GPU_RESOURCE}: the local node offers no "
-            f"GPUs and pod {plan.name} requests {gpus}"
-            if gpus
-            else None
-        )
 
     # -- what each container becomes ---------------------------------------------------------
 
@@ -174,61 +144,15 @@ class ContainerPodRun:
             mounts.append(Mount(source, mount["mountPath"], read_only))
         return tuple(mounts)
 
-    def _check_volumes(self) -> None:
-        """Only configMap, emptyDir and the job's own secret volumes exist locally."""
-        for index, volume in enumerate(self.plan.spec.get("volumes") or []):
-            if "configMap" in volume:
-                if volume["configMap"]["name"] not in self.run.plan.config_maps:
-                    raise UserError(
-                        f"{self.plan.owner}: volumes[{index}] names ConfigMap "
-                        f"{volume['configMap']['name']!r}, which the job does not create"
-                    )
-            elif "secret" in volume:
-                if volume["secret"]["secretName"] not in self.run.secret_files:
-                    raise UserError(
-                        f"{self.plan.owner}: volumes[{index}] names Secret "
-                        f"{volume['secret']['secretName']!r}, which the job does not create"
-                    )
-            elif "emptyDir" not in volume:
-                kinds = sorted(set(volume) - {"name"})
-                raise UserError(
-                    f"{self.plan.owner}: volumes[{index}] ({volume['name']}): {kinds} volumes "
-                    "are not supported by local runs (configMap, emptyDir and the job's own "
-                    "Secrets are)"
-                )
-
     # -- lifecycle -----------------------------------------------------------------------------
 
     def create(self) -> None:
         """A fresh pod: new volumes (emptyDirs start empty), env files, a new engine pod."""
         self.phase = "Pending"
-        for volume in self.plan.spec.get("volumes") or []:
-            target = self.volume_dirs[volume["name"]]
-            shutil.rmtree(target, ignore_errors=True)
-            target.mkdir(parents=True)
-            if "configMap" in volume:
-                source = volume["configMap"]
-                containers.materialise_config_map(
-                    target,
-                    self.run.plan.config_maps[source["name"]],
-                    int(source.get("defaultMode", 0o644)),
-                    source.get("items"),
-                )
-                target.chmod(0o755)
-            elif "secret" in volume:
-                source = volume["secret"]
-                # Files keep the volume's mode (the ssh key: 0400), readable in the container
-                # by its owner only, as the kubelet writes them.
-                containers.materialise_config_map(
-                    target,
-                    self.run.secret_files[source["secretName"]],
-                    int(source.get("defaultMode", 0o644)),
-                    source.get("items"),
-                )
-                target.chmod(0o755)
-            else:
-                # An emptyDir is writable by whichever user a container runs as.
-                target.chmod(0o777)
+        # Files keep the volume's mode (the ssh key: 0400), readable in the container by
+        # its owner only, as the kubelet writes them; an emptyDir is writable by whichever
+        # user a container runs as.
+        self._write_volumes({"configMap": 0o755, "secret": 0o755, "emptyDir": 0o777})
         if self.plan.service_account is not None:
             self.run.api.listen(self)
         for request, _ in self.requests.values():
@@ -273,27 +197,15 @@ class ContainerPodRun:
         )
         self.run.publish()
 
-    def running(self, container: str) -> bool:
-        process = self.processes.get(container)
-        return process is not None and process.poll() is None
-
     def finish(self, container: str) -> None:
         """After a container exited (the engine removed it): collect the rest of its output."""
         self.processes[container].reap()
         self.run.publish()
 
-    def stop(self, grace: float) -> None:
-        """SIGTERM each running container's main process, wait up to ``grace``, then remove
-        the pod (which kills whatever is left)."""
+    def terminate(self) -> None:
         for name in self.processes:
             if self.running(name):
                 self.run.engine.signal(self.requests[name][0].name, "TERM")
-        end = time.monotonic() + grace
-        while any(self.running(name) for name in self.processes) and time.monotonic() < end:
-            if self.run.hurry:
-                break
-            time.sleep(POLL_SECONDS)
-        self.kill_everything()
 
     def kill_everything(self) -> None:
         """Remove the engine pod and everything in it, as a node does when a pod is deleted."""
@@ -301,17 +213,6 @@ class ContainerPodRun:
         for process in self.processes.values():
             process.reap()
         self.run.publish()
-
-    def remove_secret_volumes(self) -> list[str]:
-        """Secret data lives as long as the run: delete it once the pod is gone."""
-        left = []
-        for volume in self.plan.spec.get("volumes") or []:
-            if "secret" in volume:
-                target = self.volume_dirs[volume["name"]]
-                shutil.rmtree(target, ignore_errors=True)
-                if target.exists():
-                    left.append(f"secret volume {target}")
-        return left
 
     def container_name(self, container: str) -> str | None:
         """The engine's name for a container of this pod, if the pod declares it."""
