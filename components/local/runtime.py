@@ -92,7 +92,7 @@ from components.local.network import (
     PodName,
     netns_available,
 )
-from components.local.pod_run import POLL_SECONDS, PodRun
+from components.local.pod_run import POLL_SECONDS, PodRun, stop_pods
 from components.local.pods import (
     LogSink,
     kill_all,
@@ -551,13 +551,13 @@ class Run:
             if stopping:
                 self.sink.event(self._stopping_message(stopping))
             for pod in stopping:
-                is_job_pod = pod in job_pods
-                if is_job_pod and pod.phase not in ("Succeeded", "Failed"):
+                if pod in job_pods and pod.phase not in ("Succeeded", "Failed"):
                     pod.phase = "Failed"
-                pod.stop(0 if self.hurry else pod.plan.grace_seconds)
+            stop_pods(stopping, lambda pod: pod.plan.grace_seconds)
+            for pod in stopping:
                 # The scale-to-0 deletes StatefulSet pods; a Job's pods stay, as on a cluster,
                 # unless cleanPodPolicy All removes every pod of the finished job.
-                pod.deleted = not is_job_pod or self.job.clean_pod_policy == "All"
+                pod.deleted = pod not in job_pods or self.job.clean_pod_policy == "All"
             self.publish()
         finally:
             # Processes that escaped their pod (or whose pod never got a sandbox) still carry

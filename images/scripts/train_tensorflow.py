@@ -13,6 +13,7 @@ The chief prints one line per epoch and `final validation accuracy: X` at the en
 import argparse
 import json
 import os
+import signal
 import sys
 
 
@@ -38,7 +39,12 @@ def serve(tf, config):
         start=True,
     )
     print(f"serving {task['type']} {task['index']} at {server.target}", flush=True)
-    server.join()
+    # As a container's PID 1 this process gets no default SIGTERM action, and server.join()
+    # never returns to Python: wait in Python instead, so that deleting the pod (the job is
+    # over) ends the server at once rather than after the grace period.
+    signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(0))
+    while True:
+        signal.pause()
 
 
 def digits(validation_fraction, seed):
