@@ -464,7 +464,10 @@ def test_the_torchrun_example_trains_over_two_nodes(tmp_path: Path) -> None:
     assert run.exit_code == 0
     assert (run.summary["outcome"], run.summary["reason"]) == ("Succeeded", "Completed")
     final = [line for line in run.pod_log("pytorch-elastic-worker-0") if line.startswith("final")]
-    assert len(final) == 1 and float(final[0].rpartition(" ")[2]) >= 0.90
+    # Rank 0 reports once per run of the worker group; torchrun restarts the whole group
+    # when a rank dies (rarely, gloo aborts a rank as the group is torn down), and the
+    # group trains again from the start.
+    assert final and all(float(line.rpartition(" ")[2]) >= 0.90 for line in final)
     assert (
         "training on 2 rank(s) (gloo backend): digits, 1437 training and 360 validation samples"
         in run.pod_log("pytorch-elastic-worker-0")
