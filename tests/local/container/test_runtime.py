@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -156,6 +157,52 @@ def test_pytorch_and_tensorflow_examples_train_in_containers(tmp_path: Path, exa
     ]
     assert len(accuracy) == 1 and accuracy[0] >= 0.95
     assert left_by(run) == []
+
+
+def test_a_tensorflow_server_as_pid_1_exits_0_on_sigterm():
+    """Deleting a TFJob's pods ends its parameter servers at once: as PID 1 a process gets
+    no default SIGTERM action, and one that ignored it would be killed (137) only after its
+    grace period."""
+    assert ENGINE is not None
+    name = "trainjobs-test-tf-server-sigterm"
+    tf_config = {
+        "cluster": {"ps": ["localhost:2222"]},
+        "task": {"type": "ps", "index": 0},
+    }
+    engine = [ENGINE.executable]
+    subprocess.run([*engine, "rm", "-f", name], env=ENGINE.env, capture_output=True)
+    subprocess.run(
+        [
+            *engine,
+            *("run", "-d", "--name", name, "--network", "none"),
+            *("-e", f"TF_CONFIG={json.dumps(tf_config)}", "trainjobs/tensorflow:2.20.0-cpu"),
+        ],
+        env=ENGINE.env,
+        capture_output=True,
+        check=True,
+    )
+    try:
+        for _ in range(600):
+            logs = subprocess.run(
+                [*engine, "logs", name], env=ENGINE.env, capture_output=True, text=True
+            )
+            if "serving ps 0" in logs.stdout + logs.stderr:
+                break
+            time.sleep(0.1)
+        assert "serving ps 0 at grpc://localhost:2222" in logs.stdout + logs.stderr
+        subprocess.run(
+            [*engine, "stop", "--time", "60", name], env=ENGINE.env, capture_output=True, check=True
+        )
+        state = subprocess.run(
+            [*engine, "inspect", "--format", "{{.State.ExitCode}}", name],
+            env=ENGINE.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert state.stdout.strip() == "0"
+    finally:
+        subprocess.run([*engine, "rm", "-f", name], env=ENGINE.env, capture_output=True)
 
 
 # -- the image's own files, and images trainjobs does not declare ------------------------------
