@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 import gzip
+import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,24 @@ def private_run_records(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pa
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(STATE_ENV, str(directory))
         yield directory
+
+
+@contextmanager
+def small_tmpfs(mount_point: Path, read_only: bool = False) -> Iterator[Path]:
+    """A 64 KiB tmpfs at ``mount_point`` (root only; the test skips where it cannot mount)."""
+    mount_point.mkdir()
+    options = "ro,size=64k" if read_only else "size=64k"
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount_point)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", str(mount_point)], check=False)
 
 
 @pytest.fixture

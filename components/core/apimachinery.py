@@ -17,10 +17,8 @@ LABEL_KEY_NAME_MAX = 63
 
 _DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN = _DNS1123_LABEL + r"(\." + _DNS1123_LABEL + ")*"
-_DNS1035_LABEL = "[a-z]([-a-z0-9]*[a-z0-9])?"
 _LABEL_KEY = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _LABEL_VALUE = "(" + _LABEL_KEY + ")?"
-_C_IDENTIFIER = "[A-Za-z_][A-Za-z0-9_]*"
 _CONFIG_MAP_KEY = "[-._a-zA-Z0-9]+"
 
 
@@ -77,23 +75,6 @@ def dns1123_subdomain(value: str) -> list[str]:
     return errors
 
 
-def dns1035_label(value: str) -> list[str]:
-    errors = []
-    if len(value) > DNS1123_LABEL_MAX:
-        errors.append(_max_length(DNS1123_LABEL_MAX))
-    if not _matches(_DNS1035_LABEL, value):
-        errors.append(
-            _regex_error(
-                "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
-                "start with an alphabetic character, and end with an alphanumeric character",
-                _DNS1035_LABEL,
-                "my-name",
-                "abc-123",
-            )
-        )
-    return errors
-
-
 def qualified_name(value: str) -> list[str]:
     """A label key (``IsQualifiedName``): an optional DNS subdomain prefix and ``/``, a name."""
     errors: list[str] = []
@@ -141,21 +122,6 @@ def label_value(value: str) -> list[str]:
             )
         )
     return errors
-
-
-def c_identifier(value: str) -> list[str]:
-    if _matches(_C_IDENTIFIER, value):
-        return []
-    return [
-        _regex_error(
-            "a valid C identifier must start with alphabetic character or '_', followed by a "
-            "string of alphanumeric characters or '_'",
-            _C_IDENTIFIER,
-            "my_name",
-            "MY_NAME",
-            "MyName",
-        )
-    ]
 
 
 def env_var_name(value: str) -> list[str]:

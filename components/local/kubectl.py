@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 REGISTRY_ENV = "TRAINJOBS_LOCAL_REGISTRY"
 """Env var naming the run's pod registry (JSON). Also marks every process of a local run."""
@@ -148,7 +148,7 @@ def process_start_time(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[19]
 
 
-def exec_in(name: str, container_name: str, command: list[str], stdin: bool) -> NoReturn:
+def exec_in(name: str, container_name: str, command: tuple[str, ...], stdin: bool) -> NoReturn:
     registry = load_registry()
     authorize(registry, "create", "pods/exec", name)
     pod = find_pod(registry, name)
@@ -167,7 +167,7 @@ def exec_in(name: str, container_name: str, command: list[str], stdin: bool) -> 
     sandbox = pod["sandbox"]
     if sandbox is None:
         os.chdir(workdir)
-        argv = command
+        argv = list(command)
     else:
         pid = sandbox["pid"]
         if process_start_time(pid) != sandbox["starttime"]:
@@ -192,21 +192,39 @@ def exec_in(name: str, container_name: str, command: list[str], stdin: bool) -> 
         fail(f"error: exec {command[0]!r} in {name}/{container_name}: {error.strerror}", 127)
 
 
-def main(argv: list[str]) -> None:
+class Call(NamedTuple):
+    """One of the two calls the assets make: ``get`` a pod's phase, or ``exec`` in it."""
+
+    verb: str
+    pod: str
+    container: str = ""
+    command: tuple[str, ...] = ()
+    stdin: bool = False
+
+
+def parse_call(argv: list[str]) -> Call | None:
+    """The call ``kubectl ARGV`` makes, or None for anything the assets never ask."""
     match argv:
         case ["get", "pod", name, "-o", jsonpath] if jsonpath == PHASE_JSONPATH:
-            get_phase(name)
-            return
+            return Call("get", name)
         case ["exec", *rest] if "--" in rest:
             split = rest.index("--")
             options, command = rest[:split], rest[split + 1 :]
             stdin = options[:1] == ["-i"]
             match options[1:] if stdin else options:
                 case [name, "-c", container] if command and not name.startswith("-"):
-                    exec_in(name, container, command, stdin)
-        case _:
-            pass
-    fail(f"{PROGRAM}: unsupported call 'kubectl {' '.join(argv)}': {USAGE}", 2)
+                    return Call("exec", name, container, tuple(command), stdin)
+    return None
+
+
+def main(argv: list[str]) -> None:
+    call = parse_call(argv)
+    if call is None:
+        fail(f"{PROGRAM}: unsupported call 'kubectl {' '.join(argv)}': {USAGE}", 2)
+    if call.verb == "get":
+        get_phase(call.pod)
+        return
+    exec_in(call.pod, call.container, call.command, call.stdin)
 
 
 if __name__ == "__main__":

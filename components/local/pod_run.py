@@ -61,6 +61,19 @@ class LocalPod:
             else None
         )
 
+    def _pod_context(self) -> containers.PodContext:
+        """What a container's env may refer to (fieldRef, configMapKeyRef)."""
+        return containers.PodContext(
+            pod=self.name,
+            namespace=self.run.plan.namespace,
+            address=self.host.address,
+            node="localhost",
+            service_account=self.plan.spec.get("serviceAccountName") or "default",
+            labels=self.plan.labels,
+            annotations=self.plan.annotations,
+            config_maps=self.run.plan.config_maps,
+        )
+
     def running(self, container: str) -> bool:
         process = self.processes.get(container)
         return process is not None and process.poll() is None
@@ -186,16 +199,7 @@ class PodRun(LocalPod):
     def _process_spec(self, group: str, index: int, container: dict[str, Any]) -> ProcessSpec:
         where = f"{self.plan.owner} pod template spec.{group}[{index}]"
         image = catalogue.resolve(container["image"], self.run.options.image_aliases)
-        context = containers.PodContext(
-            pod=self.name,
-            namespace=self.run.plan.namespace,
-            address=self.host.address,
-            node="localhost",
-            service_account=self.plan.spec.get("serviceAccountName") or "default",
-            labels=self.plan.labels,
-            annotations=self.plan.annotations,
-            config_maps=self.run.plan.config_maps,
-        )
+        context = self._pod_context()
         base = {
             # The image's local virtualenv stands in for its python3 (see Image.local_bin).
             "PATH": f"{image.local_bin}:/usr/local/sbin:/usr/local/bin:"

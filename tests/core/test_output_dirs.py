@@ -3,14 +3,13 @@ exit 2 for a path that is wrong, 1 when the machine refuses."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from components.cli import main
-from tests.conftest import REPO
+from tests.conftest import REPO, small_tmpfs
 
 EXAMPLE = REPO / "jobs" / "chainer-mnist.yaml"
 
@@ -38,17 +37,8 @@ def test_render_into_a_file_is_refused(tmp_path, capsys):
 
 @pytest.fixture
 def read_only(tmp_path: Path) -> Iterator[Path]:
-    mount_point = tmp_path / "ro"
-    mount_point.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(mount_point)],
-        capture_output=True,
-        check=False,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    yield mount_point
-    subprocess.run(["umount", str(mount_point)], check=False)
+    with small_tmpfs(tmp_path / "ro", read_only=True) as mount_point:
+        yield mount_point
 
 
 def test_render_onto_a_read_only_mount_fails_in_one_line(read_only, capsys):

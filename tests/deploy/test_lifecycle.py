@@ -299,6 +299,14 @@ def tf_job_with_a_ttl() -> dict[str, Any]:
     return document
 
 
+def watch_the_chief_complete(kube: FakeKube, engine: Engine, program: Any, jobs: list[str]) -> str:
+    """Watch the TF example's run while its chief completes; the phase the watcher reports."""
+    run = in_background(lambda: engine.watch(program))
+    wait_running(kube, jobs)
+    kube.complete_job("tf-mnist-chief-0")
+    return run()[f"{NS}/tf-mnist"]["phase"]
+
+
 @pytest.mark.parametrize("refresh", [False, True], ids=["up", "refresh-then-up"])
 def test_a_job_removed_by_its_ttl_is_not_run_again(
     refresh: bool, kube: FakeKube, engine: Engine, tmp_path: Path
@@ -307,10 +315,7 @@ def test_a_job_removed_by_its_ttl_is_not_run_again(
     program = run_preview("test", stack.root)
     jobs = jobs_of(program)
     engine.up(program)
-    run = in_background(lambda: engine.watch(program))
-    wait_running(kube, jobs)
-    kube.complete_job("tf-mnist-chief-0")
-    assert run()[f"{NS}/tf-mnist"]["phase"] == "Succeeded"
+    assert watch_the_chief_complete(kube, engine, program, jobs) == "Succeeded"
     # The watcher handed the TTL over once the run was recorded.
     assert {kube.get("jobs", job)["spec"].get("ttlSecondsAfterFinished") for job in jobs} == {30}
     assert kube.expire_ttl() == ["tf-mnist-chief-0"]  # the stopped ones never finished
@@ -343,10 +348,7 @@ def test_a_job_removed_by_its_ttl_runs_again_when_its_spec_asks(
     program = run_preview("test", stack.root)
     jobs = jobs_of(program)
     engine.up(program)
-    run = in_background(lambda: engine.watch(program))
-    wait_running(kube, jobs)
-    kube.complete_job("tf-mnist-chief-0")
-    run()
+    watch_the_chief_complete(kube, engine, program, jobs)
     kube.expire_ttl()
     kube.wait_until(lambda: not kube.exists("jobs", "tf-mnist-chief-0"))
     engine.refresh()
@@ -356,11 +358,8 @@ def test_a_job_removed_by_its_ttl_runs_again_when_its_spec_asks(
         replica["template"].setdefault("metadata", {})["annotations"] = {"trainjobs.io/run": "2"}
     program = stack.write({"tf": again})
     engine.up(program)
-    rerun = in_background(lambda: engine.watch(program))
-    wait_running(kube, jobs)
-    kube.complete_job("tf-mnist-chief-0")
 
-    assert rerun()[f"{NS}/tf-mnist"]["phase"] == "Succeeded"
+    assert watch_the_chief_complete(kube, engine, program, jobs) == "Succeeded"
 
 
 # --- many jobs at once ---------------------------------------------------------------------------

@@ -111,10 +111,13 @@ def test_docker_refuses_build_settings_that_mount_local_directories():
     )
 
 
-@pytest.mark.skipif(
+needs_docker_without_daemon = pytest.mark.skipif(
     shutil.which("docker") is None or Docker.usable(shutil.which("docker") or "docker"),
     reason="needs a docker client without a daemon",
 )
+
+
+@needs_docker_without_daemon
 def test_a_docker_client_without_its_daemon_is_not_an_engine():
     with pytest.raises(EngineUnavailable) as raised:
         find_engine("docker")
@@ -124,10 +127,7 @@ def test_a_docker_client_without_its_daemon_is_not_an_engine():
     )
 
 
-@pytest.mark.skipif(
-    shutil.which("docker") is None or Docker.usable(shutil.which("docker") or "docker"),
-    reason="needs a docker client without a daemon",
-)
+@needs_docker_without_daemon
 def test_a_container_run_without_its_engine_is_an_environment_failure(capsys):
     job = str(REPO / "jobs" / "chainermn-mnist.yaml")
     assert main(["run", job, "--runtime", "container", "--engine", "docker"]) == 1

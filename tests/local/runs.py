@@ -110,3 +110,31 @@ SETPGID_RACE = re.compile(
 
 def without_launcher_race(lines: list[str]) -> list[str]:
     return [line for line in lines if not SETPGID_RACE.fullmatch(line)]
+
+
+def sigkill_run_at(job: Path, run_dir: Path, marker: str, *flags: str) -> None:
+    """Start `trainjobs run`, SIGKILL the runtime at its first output line starting with
+    ``marker``, and wait for it."""
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "components.cli",
+            "run",
+            str(job),
+            "--run-dir",
+            str(run_dir),
+            *flags,
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith(marker):
+            process.kill()
+            break
+    process.wait()
+    process.stdout.close()

@@ -20,11 +20,20 @@ import yaml
 from components.cli import main
 from components.local import ledger
 from components.local.pods import LogSink
-from tests.conftest import REPO
-from tests.local.runs import Run, leaks, leaks_of, needs_open_mpi, needs_pod_network
+from tests.conftest import REPO, small_tmpfs
+from tests.local.runs import (
+    Run,
+    leaks,
+    leaks_of,
+    needs_open_mpi,
+    needs_pod_network,
+    sigkill_run_at,
+)
 
 DISTRIBUTED = REPO / "jobs" / "chainermn-mnist.yaml"
 TRAINJOBS = [sys.executable, "-m", "components.cli"]
+TRAINING = "[killed-master] epoch 1/"
+"""The long job's first epoch: the runtime is SIGKILLed once it trains."""
 
 
 def quick_job(path: Path, name: str = "quick") -> Path:
@@ -60,29 +69,11 @@ def long_job(path: Path) -> Path:
     return path
 
 
-def sigkill_once_training(job: Path, run_dir: Path, *flags: str) -> None:
-    """Start `trainjobs run`, SIGKILL the runtime once the master trains, wait for it."""
-    process = subprocess.Popen(
-        [*TRAINJOBS, "run", str(job), "--run-dir", str(run_dir), *flags],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert process.stdout is not None
-    for line in process.stdout:
-        if line.startswith("[killed-master] epoch 1/"):
-            process.kill()
-            break
-    process.wait()
-    process.stdout.close()
-
-
 @pytest.fixture
 def killed_run(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     """A distributed run whose runtime was SIGKILLed mid-training: its run dir and run id."""
     run_dir = tmp_path / "killed"
-    sigkill_once_training(long_job(tmp_path / "long.yaml"), run_dir)
+    sigkill_run_at(long_job(tmp_path / "long.yaml"), run_dir, TRAINING)
     [record] = [p for p in ledger.state_directory().iterdir() if p.suffix == ".json"]
     run_id = record.stem
     # Everything is still there: processes, namespaces, links, /etc/netns entries.
@@ -205,17 +196,8 @@ def test_a_state_directory_another_user_owns_is_refused(tmp_path, monkeypatch, c
 @pytest.fixture
 def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
     """A 64 KiB tmpfs (root only)."""
-    mount_point = tmp_path / "tiny"
-    mount_point.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount_point)],
-        capture_output=True,
-        check=False,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    yield mount_point
-    subprocess.run(["umount", str(mount_point)], check=False)
+    with small_tmpfs(tmp_path / "tiny") as mount_point:
+        yield mount_point
 
 
 @needs_pod_network
@@ -275,22 +257,11 @@ def test_a_run_directory_that_cannot_be_one_is_refused_in_one_line(
 
 
 def test_a_run_directory_on_a_read_only_mount_is_refused_in_one_line(tmp_path, capsys):
-    mount_point = tmp_path / "ro"
-    mount_point.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(mount_point)],
-        capture_output=True,
-        check=False,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
+    with small_tmpfs(tmp_path / "ro", read_only=True) as mount_point:
         job = quick_job(tmp_path / "quick.yaml")
         run_dir = mount_point / "run"
         assert main(["run", str(job), "--run-dir", str(run_dir), "--network", "loopback"]) == 1
         assert capsys.readouterr().err == f"error: --run-dir {run_dir}: Read-only file system\n"
-    finally:
-        subprocess.run(["umount", str(mount_point)], check=False)
 
 
 @needs_open_mpi
@@ -337,7 +308,7 @@ def test_a_killed_ssh_runs_key_pair_and_its_copies_are_removed_by_the_clean_up(t
     if shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists():
         pytest.skip("needs Debian's openssh-server (make system-deps)")
     run_dir = tmp_path / "killed"
-    sigkill_once_training(long_job(tmp_path / "long.yaml"), run_dir, "--mpi-transport", "ssh")
+    sigkill_run_at(long_job(tmp_path / "long.yaml"), run_dir, TRAINING, "--mpi-transport", "ssh")
     keys = [run_dir / "ssh", *sorted(run_dir.glob("pods/*/volumes/trainjobs-ssh"))]
     assert len(keys) >= 2 and all(path.is_dir() for path in keys)
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from components.local.container.kubectl import SOCKET_NAME, decode
 from components.local.files import open_log
-from components.local.kubectl import CALLS_LOG, PHASE_JSONPATH, PROGRAM, USAGE
+from components.local.kubectl import CALLS_LOG, PROGRAM, USAGE, parse_call
 
 if TYPE_CHECKING:
     from components.local.container.pod import ContainerPodRun
@@ -134,21 +134,16 @@ class ApiServer:
     def _call(
         self, argv: list[str], caller: ContainerPodRun, fds: list[int], connection: socket.socket
     ) -> int:
-        match argv:
-            case ["get", "pod", name, "-o", jsonpath] if jsonpath == PHASE_JSONPATH:
-                self._authorize(caller, "get", "pods", name)
-                os.write(fds[1], self._pod(name).phase.encode())
-                return 0
-            case ["exec", *rest] if "--" in rest:
-                split = rest.index("--")
-                options, command = rest[:split], rest[split + 1 :]
-                stdin = options[:1] == ["-i"]
-                match options[1:] if stdin else options:
-                    case [name, "-c", container] if command and not name.startswith("-"):
-                        return self._exec(caller, name, container, command, stdin, fds, connection)
-            case _:
-                pass
-        raise CallFailed(f"{PROGRAM}: unsupported call 'kubectl {' '.join(argv)}': {USAGE}", 2)
+        call = parse_call(argv)
+        if call is None:
+            raise CallFailed(f"{PROGRAM}: unsupported call 'kubectl {' '.join(argv)}': {USAGE}", 2)
+        if call.verb == "get":
+            self._authorize(caller, "get", "pods", call.pod)
+            os.write(fds[1], self._pod(call.pod).phase.encode())
+            return 0
+        return self._exec(
+            caller, call.pod, call.container, call.command, call.stdin, fds, connection
+        )
 
     def _authorize(self, caller: ContainerPodRun, verb: str, resource: str, pod: str) -> None:
         self._record(caller.name, verb, resource, pod)
@@ -183,7 +178,7 @@ class ApiServer:
         caller: ContainerPodRun,
         name: str,
         container: str,
-        command: list[str],
+        command: tuple[str, ...],
         stdin: bool,
         fds: list[int],
         connection: socket.socket,

@@ -84,16 +84,7 @@ class ContainerPodRun(LocalPod):
     ) -> tuple[ContainerRequest, dict[str, str]]:
         """The engine request and the resolved env (written to its env file at create)."""
         where = f"{self.plan.owner} pod template spec.{group}[{index}]"
-        context = containers.PodContext(
-            pod=self.name,
-            namespace=self.run.plan.namespace,
-            address=self.host.address,
-            node="localhost",
-            service_account=self.plan.spec.get("serviceAccountName") or "default",
-            labels=self.plan.labels,
-            annotations=self.plan.annotations,
-            config_maps=self.run.plan.config_maps,
-        )
+        context = self._pod_context()
         base = {**SHARED_CORES_ENV, **self.plan.controller_env}
         env = containers.container_env(container, {}, base, context, where)
         command = container.get("command")

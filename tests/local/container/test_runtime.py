@@ -25,7 +25,7 @@ import yaml
 from components.engines.engine import OWNER_LABEL, RUN_LABEL, available_engines
 from components.engines.owners import owner_token
 from tests.conftest import REPO
-from tests.local.runs import Run, final_accuracy
+from tests.local.runs import Run, final_accuracy, sigkill_run_at
 
 ENGINES = available_engines()
 pytestmark = pytest.mark.skipif(
@@ -312,27 +312,7 @@ def killed_run(tmp_path: Path) -> str:
     """Start a container run, SIGKILL it once its pod runs; the run's id."""
     tmp_path.mkdir(exist_ok=True)
     job = write_job(tmp_path / "job.yaml", single_pod("killed", "trainjobs/chainer:7.8.1", SLEEPER))
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "components.cli",
-            "run",
-            str(job),
-            "--run-dir",
-            str(tmp_path / "run"),
-            *CONTAINER,
-        ],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    for line in process.stdout:
-        if line.startswith("[killed-master-0] started"):
-            process.kill()
-            break
-    process.wait()
+    sigkill_run_at(job, tmp_path / "run", "[killed-master-0] started", *CONTAINER)
     pods = json.loads((tmp_path / "run" / "pods.json").read_text())
     engine_pod = pods["pods"]["killed-master-0"]["enginePod"]
     return engine_pod.split("-")[1]
