@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,10 @@ needs_pod_network = pytest.mark.skipif(
     network.netns_available() is not None or shutil.which("mpiexec") is None,
     reason="needs root, iproute2, util-linux and Debian's openmpi-bin (make system-deps)",
 )
+
+
+RUN_TIMEOUT_S = 300
+"""Seconds before a run is stopped: far above what any run here takes."""
 
 
 class Run:
@@ -48,13 +53,20 @@ class Run:
             text=True,
         )
         assert process.stdout is not None and process.stderr is not None
+        # A run that hangs is stopped as a user would stop it (SIGTERM: the run cleans up and
+        # reports "Interrupted"), so the test fails in minutes instead of holding CI.
+        watchdog = threading.Timer(RUN_TIMEOUT_S, process.terminate)
+        watchdog.start()
         self.lines: list[str] = []
-        for line in process.stdout:
-            self.lines.append(line.rstrip("\n"))
-            if on_line is not None:
-                on_line(line, process)
-        self.stderr = process.stderr.read()
-        self.exit_code = process.wait()
+        try:
+            for line in process.stdout:
+                self.lines.append(line.rstrip("\n"))
+                if on_line is not None:
+                    on_line(line, process)
+            self.stderr = process.stderr.read()
+            self.exit_code = process.wait()
+        finally:
+            watchdog.cancel()
 
     @property
     def summary(self) -> dict[str, Any]:
