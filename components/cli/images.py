@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from components.engines.engine import ENGINES
 from components.images.dockerfiles import stale, write
 
 
@@ -163,7 +164,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     configure.set_defaults(handler=_configure)
     for parser in (build, bootstrap, configure):
-        parser.add_argument(
-            "--engine", choices=("podman", "docker"), help="default: podman, else docker"
-        )
+        parser.add_argument("--engine", choices=ENGINES, help="default: podman, else docker")
         _add_settings(parser)

@@ -9,6 +9,7 @@ from pathlib import Path
 from components.cli.jobs import add_mpi_transport, namespace_argument
 from components.core.errors import UserError
 from components.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS
+from components.engines.engine import ENGINES
 
 NETWORK_CHOICES = ("auto", "netns", "loopback")
 RUNTIME_CHOICES = ("process", "container")
@@ -61,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     run.add_argument(
         "--engine",
-        choices=("podman", "docker"),
+        choices=ENGINES,
         help="with --runtime container: the engine (default: podman, else docker)",
     )
     run.add_argument(

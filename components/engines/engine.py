@@ -23,7 +23,7 @@ from components.engines.settings import engine_environment
 RUN_LABEL = "io.trainjobs.run"
 """On every pod, container and network of a local run: the run's id."""
 OWNER_LABEL = "io.trainjobs.owner"
-"""The trainjobs process that created the object: ``<pid>:<start time>`` (see
+"""The trainjobs process that created the object: ``<boot id>:<pid>:<start time>`` (see
 :func:`components.engines.owners.owner_alive`)."""
 RECIPE_LABEL = "io.trainjobs.recipe"
 """On images trainjobs builds: the SHA-256 of their recipe (Dockerfile and copied files)."""
@@ -153,14 +153,13 @@ class Engine(ABC):
             env=self.env,
         )
         assert process.stdout is not None
-        last: list[str] = []
+        last: list[str] = []  # the last line only: callers keep what they show
         for raw in process.stdout:
-            line = raw.decode("utf-8", "replace").rstrip("\r\n")
-            last = [*last[-19:], line]
-            output(line)
+            last = [raw.decode("utf-8", "replace").rstrip("\r\n")]
+            output(last[0])
         code = process.wait()
         if code != 0:
-            raise EngineError(f"`{self.name} {args[0]}` failed (exit {code}): {last[-1:]}")
+            raise EngineError(f"`{self.name} {args[0]}` failed (exit {code}): {last}")
 
     # -- images -----------------------------------------------------------------------------
 
@@ -289,28 +288,28 @@ def image_and_command(request: ContainerRequest) -> list[str]:
     return [*flags, request.image, *request.args]
 
 
-def adapter(name: str, executable: str) -> Engine:
-    """The adapter of engine ``name`` for its client at ``executable``."""
+def _adapters() -> dict[str, type[Engine]]:
+    """Each engine's adapter class, in :data:`ENGINES` order."""
     from components.engines.docker import Docker
     from components.engines.podman import Podman
 
-    return {"podman": Podman, "docker": Docker}[name](executable)
+    return {"podman": Podman, "docker": Docker}
+
+
+def adapter(name: str, executable: str) -> Engine:
+    """The adapter of engine ``name`` for its client at ``executable``."""
+    return _adapters()[name](executable)
 
 
 def available_engines(wanted: str | None = None) -> list[Engine]:
     """The engines that answer here (``wanted`` only, if given), podman first."""
-    from components.engines.docker import Docker
-    from components.engines.podman import Podman
-
-    adapters: dict[str, type[Engine]] = {"podman": Podman, "docker": Docker}
-    if wanted is not None and wanted not in adapters:
+    if wanted is not None and wanted not in ENGINES:
         raise UserError(f"--engine {wanted!r}: choose one of {', '.join(ENGINES)}")
     found = []
-    for name in [wanted] if wanted else list(ENGINES):
-        assert name is not None
+    for name, engine in _adapters().items():
         executable = shutil.which(name)
-        if executable is not None and adapters[name].usable(executable):
-            found.append(adapters[name](executable))
+        if wanted in (None, name) and executable is not None and engine.usable(executable):
+            found.append(engine(executable))
     return found
 
 

@@ -39,7 +39,8 @@ BUILD_MOUNTS = "/run/build"
 """Where local directories pip reads are mounted during a build."""
 PIP_OPTIONS = ("index-url", "extra-index-url", "find-links", "trusted-host", "timeout", "retries")
 """The pip options a build takes (pip.conf names, as ``pip config`` lists them)."""
-_LIST_OPTIONS = ("extra-index-url", "find-links", "trusted-host")
+LIST_OPTIONS = ("extra-index-url", "find-links", "trusted-host")
+"""The pip options that take several values (space-separated in pip.conf)."""
 
 
 @dataclass(frozen=True)

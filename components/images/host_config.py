@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from components.images.build_settings import _LIST_OPTIONS, PIP_OPTIONS, BuildSettings
+from components.images.build_settings import LIST_OPTIONS, PIP_OPTIONS, BuildSettings
 
 APT_SOURCES = Path("/etc/apt/sources.list")
 APT_SOURCE_PARTS = Path("/etc/apt/sources.list.d")
@@ -135,7 +135,7 @@ def pip_options() -> dict[str, tuple[str, ...]]:
 
 
 def _values(option: str, value: str) -> tuple[str, ...]:
-    return tuple(value.split()) if option in _LIST_OPTIONS else (value,)
+    return tuple(value.split()) if option in LIST_OPTIONS else (value,)
 
 
 def _ca_bundle(pip_cert: tuple[str, ...]) -> Path | None:

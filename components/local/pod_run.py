@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from components.local.runtime import Run
 
 POLL_SECONDS = 0.05
+# Local pods share this machine's cores, but Open MPI sees one node per pod and would
+# busy-poll on each: ranks must yield, or 3 ranks on 2 cores crawl.
+SHARED_CORES_ENV = {"OMPI_MCA_mpi_yield_when_idle": "1"}
 
 
 class LocalPod:
@@ -207,9 +210,7 @@ class PodRun(LocalPod):
             "HOME": os.environ.get("HOME", "/root"),
             "LANG": os.environ.get("LANG", "C.UTF-8"),
             "HOSTNAME": self.plan.hostname,
-            # Local pods share this machine's cores, but Open MPI sees one node per pod and
-            # would busy-poll on each: ranks must yield, or 3 ranks on 2 cores crawl.
-            "OMPI_MCA_mpi_yield_when_idle": "1",
+            **SHARED_CORES_ENV,
             **self.plan.controller_env,
         }
         env = containers.container_env(container, image.env, base, context, where)

@@ -12,6 +12,7 @@ owner is). Runs still going (this machine's other runs) are left alone either wa
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from components.engines.engine import OWNER_LABEL, RUN_LABEL, Engine, adapter
@@ -26,34 +27,31 @@ def remove_stale(engine: Engine) -> list[str]:
         for item in engine.labelled(OWNER_LABEL)
         if not owner_alive(item.labels.get(OWNER_LABEL, ""))
     ]
-    pods = [item.name for item in stale if item.kind == "pod"]
-    engine.remove_pods(pods)
+    engine.remove_pods([item.name for item in stale if item.kind == "pod"])
     engine.remove_containers([item.name for item in stale if item.kind == "container"])
     engine.remove_networks([item.name for item in stale if item.kind == "network"])
     return [f"{item.kind} {item.name}" for item in stale]
 
 
-def _existing(entry: dict[str, Any], kind: str) -> tuple[Engine, bool]:
+def _remove_recorded(
+    entry: dict[str, Any], kind: str, remove: Callable[[Engine, Sequence[str]], None]
+) -> list[str]:
+    """The ledger entry's ``kind`` object, removed if the engine still has it; what was."""
     engine = adapter(str(entry["engine"]), str(entry["executable"]))
     found = engine.labelled(f"{RUN_LABEL}={entry['run']}")
-    return engine, any(item.kind == kind and item.name == entry["name"] for item in found)
+    if not any(item.kind == kind and item.name == entry["name"] for item in found):
+        return []
+    remove(engine, [str(entry["name"])])
+    return [f"{engine.name} {kind} {entry['name']}"]
 
 
 @resource_kind("engine-pod")
 def _remove_pod(entry: dict[str, Any]) -> list[str]:
     """A dead run's pod and every container in it."""
-    engine, exists = _existing(entry, "pod")
-    if not exists:
-        return []
-    engine.remove_pods([str(entry["name"])])
-    return [f"{engine.name} pod {entry['name']}"]
+    return _remove_recorded(entry, "pod", Engine.remove_pods)
 
 
 @resource_kind("engine-network")
 def _remove_network(entry: dict[str, Any]) -> list[str]:
     """A dead run's network (its pods went first: they were recorded after it)."""
-    engine, exists = _existing(entry, "network")
-    if not exists:
-        return []
-    engine.remove_networks([str(entry["name"])])
-    return [f"{engine.name} network {entry['name']}"]
+    return _remove_recorded(entry, "network", Engine.remove_networks)

@@ -34,22 +34,17 @@ from components.local.cluster import PodPlan
 from components.local.container.kubectl import SERVICE_ACCOUNT_DIR
 from components.local.files import inside, write_private
 from components.local.network import PodHost
-from components.local.pod_run import LocalPod
+from components.local.pod_run import SHARED_CORES_ENV, LocalPod
 from components.local.pods import ContainerProcess, ProcessSpec
 
 if TYPE_CHECKING:
     from components.local.container.runtime import ContainerRun
 
-# Local pods share this machine's cores, but Open MPI sees one node per pod and would
-# busy-poll on each: ranks must yield, or 3 ranks on 2 cores crawl (as in the process runtime).
-SHARED_CORES_ENV = {"OMPI_MCA_mpi_yield_when_idle": "1"}
-
 
 class PodSandbox:
     """The engine pod's infra process: alive while the pod's namespaces exist."""
 
-    def __init__(self, engine_name: str, pid: int) -> None:
-        self.engine_name = engine_name
+    def __init__(self, pid: int) -> None:
         self.pid = pid
         self.starttime = start_time(pid)
 
@@ -175,7 +170,7 @@ class ContainerPodRun(LocalPod):
                 labels=self.run.labels,
             )
         )
-        self.sandbox = PodSandbox(self.engine_name, pid)
+        self.sandbox = PodSandbox(pid)
         self.run.publish()
 
     def start(self, container: str) -> None:
