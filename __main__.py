@@ -1,5 +1,5 @@
 """trainjobs Pulumi program: one component per job named by the stack's config."""
 
-from components.deploy.program import run
+from trainjobs.deploy.program import run
 
 run()

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import yaml
 
-from components.core.manifests import prepare_output_dir, write_manifests
-from components.kinds.registry import parse_job
+from trainjobs.core.manifests import prepare_output_dir, write_manifests
+from trainjobs.kinds.registry import parse_job
 
 REPO = Path(__file__).resolve().parent.parent
 SIZES = (1, 10, 100, 1000)

@@ -1,7 +1,7 @@
 """Program cost: a 100-job stack evaluated under the Pulumi mock runtime.
 
 Three programs register the same 700 Kubernetes objects (100 distributed ChainerJobs), each
-evaluated by `components.review.preview.run_preview` (the offline `trainjobs preview`):
+evaluated by `trainjobs.review.preview.run_preview` (the offline `trainjobs preview`):
 
 - baseline: a bare program that registers the prepared manifests directly as
   pulumi-kubernetes resources, with no components, no dependencies, no watcher;
@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 BASELINE_PROGRAM = '''\
 """Registers prepared manifests as pulumi-kubernetes resources, nothing else."""
 import json
-from components.deploy.component import _RESOURCE_CLASSES, _snake
+from trainjobs.deploy.component import _RESOURCE_CLASSES, _snake
 
 for manifest in json.load(open("manifests.json")):
     cls = _RESOURCE_CLASSES[(manifest["apiVersion"], manifest["kind"])]
@@ -47,8 +47,8 @@ for manifest in json.load(open("manifests.json")):
 TRIAL = """
 import json, sys, time
 from pathlib import Path
-import pulumi_kubernetes, components.deploy.program, components.deploy.completion
-from components.review.preview import run_preview
+import pulumi_kubernetes, trainjobs.deploy.program, trainjobs.deploy.completion
+from trainjobs.review.preview import run_preview
 start = time.perf_counter()
 result = run_preview(sys.argv[2], Path(sys.argv[1]))
 print(json.dumps({"seconds": time.perf_counter() - start, "resources": len(result.resources)}))
@@ -56,7 +56,7 @@ print(json.dumps({"seconds": time.perf_counter() - start, "resources": len(resul
 
 
 def make_projects(root: Path, jobs: int) -> dict[str, tuple[Path, str]]:
-    from components.kinds.registry import parse_job
+    from trainjobs.kinds.registry import parse_job
 
     template = yaml.safe_load((REPO / "jobs" / "chainermn-mnist.yaml").read_text())
     real = root / "trainjobs"

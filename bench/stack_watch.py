@@ -45,9 +45,9 @@ def percentile(sorted_values: list[float], p: float) -> float:
 def deploy(kube: Any, name: str, gated: bool) -> Any:
     """A ChainerJob as `pulumi up` leaves it: anchor, workers, master Job (suspended and
     started by the watcher when gated, else running at once, as before gating)."""
-    from components.cluster.rules import CompletionRules
-    from components.cluster.scaling import WorkerRef
-    from components.cluster.target import WatchTarget
+    from trainjobs.cluster.rules import CompletionRules
+    from trainjobs.cluster.scaling import WorkerRef
+    from trainjobs.cluster.target import WatchTarget
 
     labels = {"training.kubeflow.org/job-name": name}
     kube.create("configmaps", {"metadata": {"name": f"{name}-assets", "labels": labels}})

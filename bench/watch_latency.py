@@ -5,7 +5,7 @@ server applying the PATCH that scales the workers' StatefulSet to 0: the GPU tim
 job keeps burning. Both sides run against `tests/kubefake.py` (real HTTP on 127.0.0.1,
 the real `kubernetes` client), in this one process.
 
-- watch: `components.cluster.supervisor.run_watch`, the code `pulumi up` and `trainjobs watch` run.
+- watch: `trainjobs.cluster.supervisor.run_watch`, the code `pulumi up` and `trainjobs watch` run.
 - poll: the old operators' approach, re-reading the Job every N seconds. Measured with a
   short interval (so 100+ trials take a minute), and computed for the 5 s interval they
   used: the completion lands uniformly within a poll period, so the wait is uniform on
@@ -103,8 +103,8 @@ def measure(
 
 
 def watch_starter(kube: Any) -> Callable[[Any, str, str], Callable[[], Any]]:
-    from components.cluster.scaling import WorkerRef
-    from components.cluster.supervisor import run_watch
+    from trainjobs.cluster.scaling import WorkerRef
+    from trainjobs.cluster.supervisor import run_watch
 
     def start(api: Any, job: str, workers: str) -> Callable[[], Any]:
         opened = kube.watches_opened
@@ -126,8 +126,8 @@ def watch_starter(kube: Any) -> Callable[[Any, str, str], Callable[[], Any]]:
 def poll_starter(interval: float) -> Callable[[Any, str, str], Callable[[], Any]]:
     from kubernetes import client
 
-    from components.cluster.scaling import WorkerRef, scale_down_workers
-    from components.cluster.status import JobStatus
+    from trainjobs.cluster.scaling import WorkerRef, scale_down_workers
+    from trainjobs.cluster.status import JobStatus
 
     def poll(api: Any, job: str, workers: str) -> None:
         batch = client.BatchV1Api(api)

@@ -5,6 +5,6 @@ and unpickles that stored copy to refresh or delete the resource, so the old pat
 importing for as long as such stacks exist.
 """
 
-from components.deploy.completion import JobCompletionProvider
+from trainjobs.deploy.completion import JobCompletionProvider
 
 __all__ = ["JobCompletionProvider"]

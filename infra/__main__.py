@@ -7,8 +7,8 @@ Job stacks copy a profile into their `trainjobs:gpuPool` config, e.g.
 --stack gpu-a100 --json | jq -c .a100)"`.
 """
 
-from components.cloud.gpu_pool import pools_from_config
-from components.images.cuda_image import images_from_config
+from trainjobs.cloud.gpu_pool import pools_from_config
+from trainjobs.images.cuda_image import images_from_config
 
 pools_from_config()
 images_from_config()

@@ -17,7 +17,7 @@ snapshot() {  # snapshot TREE OUT_DIR
     # PYTHONPATH puts TREE's package before the virtualenv's editable install, so each tree
     # runs its own code.
     run() { (cd "$tree" && PYTHONPATH="$tree" "$python" -c \
-        'import sys; from components.cli import main; sys.exit(main(sys.argv[1:]))' "$@"); }
+        'import sys; from trainjobs.cli import main; sys.exit(main(sys.argv[1:]))' "$@"); }
     run validate "$tree"/jobs/*.yaml > "$out/validate.txt" 2>&1
     for job in "$tree"/jobs/*.yaml; do
         run render "$job" --out "$out/render/$(basename "$job" .yaml)" > /dev/null

@@ -16,8 +16,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components.core.jobset import child_jobs
-from components.local.ledger import STATE_ENV
+from trainjobs.core.jobset import child_jobs
+from trainjobs.local.ledger import STATE_ENV
 
 REPO = Path(__file__).resolve().parent.parent
 MINIMUM_KUBERNETES = "1.30"

@@ -25,9 +25,9 @@ import yaml
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from components.cli import main
 from tests.conftest import REPO
 from tests.local.runs import needs_open_mpi
+from trainjobs.cli import main
 
 SETTINGS = settings(
     deadline=None,

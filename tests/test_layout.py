@@ -13,7 +13,8 @@ PACKAGE = REPO / "components"
 
 
 def module_name(path: Path) -> str:
-    parts = path.relative_to(REPO).with_suffix("").parts
+    """The import name of a module under components/ (imported as ``trainjobs``)."""
+    parts = ("trainjobs", *path.relative_to(PACKAGE).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -68,9 +69,9 @@ def test_no_import_cycles():
 def test_cycle_check_sees_a_cycle(tmp_path):
     # The check itself: two modules that import each other at top level form a cycle.
     first, second = tmp_path / "first.py", tmp_path / "second.py"
-    first.write_text("from components.core import errors\nimport second\n", encoding="utf-8")
+    first.write_text("from trainjobs.core import errors\nimport second\n", encoding="utf-8")
     second.write_text("import first\n", encoding="utf-8")
-    assert runtime_imports(first, {"second", "components.core"}) == {"second", "components.core"}
+    assert runtime_imports(first, {"second", "trainjobs.core"}) == {"second", "trainjobs.core"}
     assert runtime_imports(second, {"first"}) == {"first"}
 
 

@@ -6,12 +6,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from components.core.errors import UserError
+from trainjobs.core.errors import UserError
 
 
 def build_parser() -> argparse.ArgumentParser:
     # Imported here so `trainjobs --help` stays fast: each module imports its own work lazily.
-    from components.cli import images, jobs, preflight, review, run, watch
+    from trainjobs.cli import images, jobs, preflight, review, run, watch
 
     parser = argparse.ArgumentParser(
         prog="trainjobs",

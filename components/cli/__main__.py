@@ -1,7 +1,7 @@
-"""`python -m components.cli`: the `trainjobs` command without its entry point."""
+"""`python -m trainjobs.cli`: the `trainjobs` command without its entry point."""
 
 import sys
 
-from components.cli import main
+from trainjobs.cli import main
 
 sys.exit(main())

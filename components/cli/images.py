@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from components.engines.engine import ENGINES
-from components.images.dockerfiles import stale, write
+from trainjobs.engines.engine import ENGINES
+from trainjobs.images.dockerfiles import stale, write
 
 
 def _dockerfiles(args: argparse.Namespace) -> int:
@@ -27,12 +27,12 @@ def _say(line: str) -> None:
 
 def _settings(args: argparse.Namespace, saved: bool):
     """The build settings: the saved ones (or the public sources), the flags over them."""
-    from components.images.bootstrap import bootstrap_reference
-    from components.images.build_settings import BuildSettings
-    from components.images.builder import saved_settings
-    from components.images.catalogue import IMAGES
-    from components.images.host_config import host_settings
-    from components.images.kubectl_stand_in import REFERENCE
+    from trainjobs.images.bootstrap import bootstrap_reference
+    from trainjobs.images.build_settings import BuildSettings
+    from trainjobs.images.builder import saved_settings
+    from trainjobs.images.catalogue import IMAGES
+    from trainjobs.images.host_config import host_settings
+    from trainjobs.images.kubectl_stand_in import REFERENCE
 
     base = saved_settings() if saved else BuildSettings()
     pip = dict(base.pip)
@@ -60,9 +60,9 @@ def _settings(args: argparse.Namespace, saved: bool):
 
 
 def _configure(args: argparse.Namespace) -> int:
-    from components.engines.settings import write_containers_conf
-    from components.images.builder import SETTINGS_FILE
-    from components.local.files import write_private
+    from trainjobs.engines.settings import write_containers_conf
+    from trainjobs.images.builder import SETTINGS_FILE
+    from trainjobs.local.files import write_private
 
     settings = _settings(args, saved=False)
     print(write_containers_conf())
@@ -74,9 +74,9 @@ def _configure(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from components.engines.engine import find_engine
-    from components.images.builder import buildable, cpu_images
-    from components.images.local_images import build_images
+    from trainjobs.engines.engine import find_engine
+    from trainjobs.images.builder import buildable, cpu_images
+    from trainjobs.images.local_images import build_images
 
     images = [buildable(reference) for reference in args.images] or cpu_images()
     engine = find_engine(args.engine)
@@ -87,8 +87,8 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _bootstrap(args: argparse.Namespace) -> int:
-    from components.engines.engine import find_engine
-    from components.images.local_images import prepare
+    from trainjobs.engines.engine import find_engine
+    from trainjobs.images.local_images import prepare
 
     prepare(find_engine(args.engine), _settings(args, saved=True), _say)
     return 0

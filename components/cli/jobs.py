@@ -6,13 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from components.core.errors import SpecError
-from components.core.gang import GANG_SCHEDULERS
-from components.core.graph import DEFAULT_KUBECTL_IMAGE, MPI_TRANSPORTS, GraphOptions
-from components.core.job_document import namespace_problems
-from components.core.manifests import prepare_output_dir, write_manifests
-from components.kinds import crds
-from components.kinds.registry import JobDefinition, load_job
+from trainjobs.core.errors import SpecError
+from trainjobs.core.gang import GANG_SCHEDULERS
+from trainjobs.core.graph import DEFAULT_KUBECTL_IMAGE, MPI_TRANSPORTS, GraphOptions
+from trainjobs.core.job_document import namespace_problems
+from trainjobs.core.manifests import prepare_output_dir, write_manifests
+from trainjobs.kinds import crds
+from trainjobs.kinds.registry import JobDefinition, load_job
 
 
 def report_warnings(source: str | Path, job: JobDefinition) -> None:

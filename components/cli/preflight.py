@@ -7,23 +7,23 @@ import contextlib
 import sys
 from pathlib import Path
 
-from components.cloud.preflight import (
+from trainjobs.cloud.preflight import (
     CONFIG_KEY,
     AwsClients,
     PreflightFailed,
     PreflightSettings,
     run_checks,
 )
-from components.cloud.scheduling import SchedulingProfile
-from components.core.errors import UserError
+from trainjobs.cloud.scheduling import SchedulingProfile
+from trainjobs.core.errors import UserError
 
 
 def _settings_for_stack(stack: str, project: Path) -> PreflightSettings:
     """The stack's jobs and GPU profile, read the way the Pulumi program reads them."""
     import pulumi
 
-    from components.deploy.program import StackSettings, load_jobs
-    from components.review.preview import stack_config
+    from trainjobs.deploy.program import StackSettings, load_jobs
+    from trainjobs.review.preview import stack_config
 
     config = stack_config(project, stack)
     profile = SchedulingProfile.from_config(config.get(CONFIG_KEY))

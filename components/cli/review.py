@@ -6,12 +6,12 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from components.cli.jobs import add_mpi_transport
-from components.core.errors import UserError
-from components.review.compare import DEFAULT_MAX_BYTES, Comparison, compare
-from components.review.refs import diff_against_ref
-from components.review.replacement import ProviderSettings
-from components.review.snapshot import graph_file, load_preview
+from trainjobs.cli.jobs import add_mpi_transport
+from trainjobs.core.errors import UserError
+from trainjobs.review.compare import DEFAULT_MAX_BYTES, Comparison, compare
+from trainjobs.review.refs import diff_against_ref
+from trainjobs.review.replacement import ProviderSettings
+from trainjobs.review.snapshot import graph_file, load_preview
 
 
 def _check_expectation(comparison: Comparison, expect_no_changes: bool) -> int:
@@ -32,7 +32,7 @@ def check_against(args: argparse.Namespace) -> None:
 
 def report_against(args: argparse.Namespace) -> int:
     """`trainjobs preview --against`: compare the preview just written with a previous one."""
-    from components.review.report import render
+    from trainjobs.review.report import render
 
     comparison = compare(
         load_preview(args.against),
@@ -57,7 +57,7 @@ def report_against(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from components.review.report import render
+    from trainjobs.review.report import render
 
     if args.previews is not None:
         comparison, config = diff_against_ref(args.project, args.stack, args.base, args.previews)
@@ -128,7 +128,7 @@ def register_diff(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _preview(args: argparse.Namespace) -> int:
-    from components.review.preview import run_preview, write_preview
+    from trainjobs.review.preview import run_preview, write_preview
 
     check_against(args)
     overrides = {}

@@ -6,10 +6,10 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from components.cli.jobs import add_mpi_transport, namespace_argument
-from components.core.errors import UserError
-from components.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS
-from components.engines.engine import ENGINES
+from trainjobs.cli.jobs import add_mpi_transport, namespace_argument
+from trainjobs.core.errors import UserError
+from trainjobs.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS
+from trainjobs.engines.engine import ENGINES
 
 NETWORK_CHOICES = ("auto", "netns", "loopback")
 RUNTIME_CHOICES = ("process", "container")
@@ -84,9 +84,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _clean(args: argparse.Namespace) -> int:
-    from components.engines.engine import available_engines
-    from components.local.container.cleanup import remove_stale
-    from components.local.runtime import clean_up_after_killed_runs
+    from trainjobs.engines.engine import available_engines
+    from trainjobs.local.container.cleanup import remove_stale
+    from trainjobs.local.runtime import clean_up_after_killed_runs
 
     reported: list[str] = []
 
@@ -108,10 +108,10 @@ def _clean(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     # Imported here: `trainjobs --help` must not pay for the runtime.
-    from components.cli.jobs import report_warnings
-    from components.core.graph import GraphOptions
-    from components.kinds.registry import load_job
-    from components.local.runtime import RunOptions, run_job
+    from trainjobs.cli.jobs import report_warnings
+    from trainjobs.core.graph import GraphOptions
+    from trainjobs.kinds.registry import load_job
+    from trainjobs.local.runtime import RunOptions, run_job
 
     aliases = {}
     for item in args.map_image:

@@ -8,12 +8,12 @@ import json
 import sys
 from typing import Any
 
-from components.cluster.errors import DEFAULT_RETRY, RetryPolicy
-from components.cluster.outcome import Outcome
-from components.cluster.scaling import WorkerRef
-from components.cluster.watch import JobWatchTimeout
-from components.core.durations import parse_duration
-from components.core.errors import UserError
+from trainjobs.cluster.errors import DEFAULT_RETRY, RetryPolicy
+from trainjobs.cluster.outcome import Outcome
+from trainjobs.cluster.scaling import WorkerRef
+from trainjobs.cluster.watch import JobWatchTimeout
+from trainjobs.core.durations import parse_duration
+from trainjobs.core.errors import UserError
 
 
 def _cluster_arguments(parser: argparse.ArgumentParser) -> None:
@@ -107,7 +107,7 @@ def _retry(args: argparse.Namespace, command: str) -> RetryPolicy:
 
 def watch_command(args: argparse.Namespace) -> int:
     """`trainjobs watch`: 0 if the job succeeded and its workers stopped, else 1."""
-    from components.cluster.client import load_api_client
+    from trainjobs.cluster.client import load_api_client
 
     timeout = parse_duration(
         args.timeout, key="--timeout", fix=f"trainjobs watch {args.name} --timeout 24h"
@@ -153,7 +153,7 @@ def _watch_explicit(
     retry: RetryPolicy,
     resume: str,
 ) -> Outcome:
-    from components.cluster.supervisor import run_watch
+    from trainjobs.cluster.supervisor import run_watch
 
     job_workers = [str(w) for w in workers if w.kind == "Job"]
     if job_workers and selector is None:
@@ -179,8 +179,8 @@ def _watch_by_name(
 ) -> Outcome:
     """The training job called NAME; else a Job called NAME (the explicit form without
     workers, as `trainjobs watch MASTER` always worked); else an error naming the jobs."""
-    from components.cluster.discovery import find_target, job_exists, list_targets, unknown_job
-    from components.cluster.supervisor import WatchOptions, run_watch, see_through
+    from trainjobs.cluster.discovery import find_target, job_exists, list_targets, unknown_job
+    from trainjobs.cluster.supervisor import WatchOptions, run_watch, see_through
 
     target = find_target(api, args.namespace, args.name, retry=retry)
     if target is not None:
@@ -208,8 +208,8 @@ def _watch_by_name(
 
 def status_command(args: argparse.Namespace) -> int:
     """`trainjobs status [JOB]`: one line per training job with its phase."""
-    from components.cluster.client import load_api_client
-    from components.cluster.discovery import job_state, list_targets, unknown_job
+    from trainjobs.cluster.client import load_api_client
+    from trainjobs.cluster.discovery import job_state, list_targets, unknown_job
 
     retry = _retry(args, "status")
     api = load_api_client(args.kubeconfig, args.context)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from components.cloud.scheduling import GPU_TAINT_KEY, POOL_LABEL
-from components.core.graph import Manifest
+from trainjobs.cloud.scheduling import GPU_TAINT_KEY, POOL_LABEL
+from trainjobs.core.graph import Manifest
 
 if TYPE_CHECKING:
-    from components.cloud.node_pool import GpuNodePoolConfig
-from components.core.labels import MANAGED_BY
+    from trainjobs.cloud.node_pool import GpuNodePoolConfig
+from trainjobs.core.labels import MANAGED_BY
 
 DEVICE_PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.19.0"
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import pulumi
 
-from components.cloud.device_plugin import device_plugin_daemonset
-from components.cloud.node_pool import DATA_DEVICE, GpuNodePoolConfig
-from components.cloud.scheduling import GPU_TAINT_KEY, POOL_LABEL, SchedulingProfile
-from components.core.errors import ConfigError, UserError
+from trainjobs.cloud.device_plugin import device_plugin_daemonset
+from trainjobs.cloud.node_pool import DATA_DEVICE, GpuNodePoolConfig
+from trainjobs.cloud.scheduling import GPU_TAINT_KEY, POOL_LABEL, SchedulingProfile
+from trainjobs.core.errors import ConfigError, UserError
 
 
 class GpuNodePool(pulumi.ComponentResource):

@@ -8,13 +8,13 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
-from components.cloud.device_plugin import DEVICE_PLUGIN_IMAGE
-from components.cloud.instances import INSTANCE_TYPES
-from components.cloud.scheduling import GPU_TAINT_KEY, POOL_LABEL, SchedulingProfile, Toleration
-from components.core.errors import ConfigError, Problem
-from components.core.models import OwnModel, config_problem
-from components.core.names import DNS1123_LABEL
-from components.core.pod_template import GPU_RESOURCE
+from trainjobs.cloud.device_plugin import DEVICE_PLUGIN_IMAGE
+from trainjobs.cloud.instances import INSTANCE_TYPES
+from trainjobs.cloud.scheduling import GPU_TAINT_KEY, POOL_LABEL, SchedulingProfile, Toleration
+from trainjobs.core.errors import ConfigError, Problem
+from trainjobs.core.models import OwnModel, config_problem
+from trainjobs.core.names import DNS1123_LABEL
+from trainjobs.core.pod_template import GPU_RESOURCE
 
 DEFAULT_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 

@@ -18,10 +18,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.cloud.scheduling import GpuPod, SchedulingProfile, gpu_pods, pod_template
-from components.core.errors import Problem, UserError
-from components.core.graph import Graph
-from components.core.pod_template import GPU_RESOURCE
+from trainjobs.cloud.scheduling import GpuPod, SchedulingProfile, gpu_pods, pod_template
+from trainjobs.core.errors import Problem, UserError
+from trainjobs.core.graph import Graph
+from trainjobs.core.pod_template import GPU_RESOURCE
 
 CONFIG_KEY = "trainjobs:gpuPool"
 

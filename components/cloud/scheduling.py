@@ -21,11 +21,11 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from components.core import quantity
-from components.core.errors import ConfigError, Problem, UserError
-from components.core.graph import Graph, Manifest, Node
-from components.core.models import OwnModel, config_problem
-from components.core.pod_template import GPU_RESOURCE
+from trainjobs.core import quantity
+from trainjobs.core.errors import ConfigError, Problem, UserError
+from trainjobs.core.graph import Graph, Manifest, Node
+from trainjobs.core.models import OwnModel, config_problem
+from trainjobs.core.pod_template import GPU_RESOURCE
 
 POOL_LABEL = "trainjobs.io/gpu-pool"
 """Node label naming the pool a node belongs to; GPU pods select their pool with it."""
@@ -120,7 +120,7 @@ def pod_gpus(pod_spec: Manifest, resource: str = GPU_RESOURCE) -> int:
 
     Each container's limit counts (Kubernetes takes an extended resource's request from its
     limit); a request alone counts too. Extended resources are whole numbers: pod templates
-    were checked as the API server checks them (:mod:`components.core.pod_rules`).
+    were checked as the API server checks them (:mod:`trainjobs.core.pod_rules`).
     """
 
     def count(container: Manifest) -> int:

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from components.core.errors import UserError
+from trainjobs.core.errors import UserError
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -35,7 +35,7 @@ def load_api_client(
     import yaml
     from kubernetes import client, config
 
-    from components.core import safe_yaml
+    from trainjobs.core import safe_yaml
 
     configuration = client.Configuration()
     try:

@@ -1,6 +1,6 @@
 """Why a training job failed: its failed pods, their exit codes, the master's last log lines.
 
-The completion watcher (`components.cluster.supervisor`) calls `diagnose` once a job ends without
+The completion watcher (`trainjobs.cluster.supervisor`) calls `diagnose` once a job ends without
 success, and puts the result into the Pulumi outputs, the error that fails `pulumi up`,
 and the output of `trainjobs watch`. The users of the old operators had no way to see why a
 job failed; this module is the answer: which pod, which container, which exit code, OOMKilled

@@ -3,9 +3,9 @@
 Every object trainjobs creates carries Kubeflow's ``training.kubeflow.org/job-name`` label
 and ``app.kubernetes.io/managed-by: trainjobs``; a job's anchor object (the deciding
 replica's Service, or a ChainerJob's assets ConfigMap) carries its description for the
-watcher (:data:`~components.cluster.target.WATCH_ANNOTATION`). Requests are retried while
+watcher (:data:`~trainjobs.cluster.target.WATCH_ANNOTATION`). Requests are retried while
 the API server cannot be reached, for as long as the retry policy gives a first contact;
-then :class:`~components.cluster.errors.ClusterUnreachable`.
+then :class:`~trainjobs.cluster.errors.ClusterUnreachable`.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from components.cluster.errors import DEFAULT_RETRY, RetryPolicy, call_with_retries
-from components.cluster.record import FinishedRun, annotations_of, read_record
-from components.cluster.rules import decide
-from components.cluster.status import SUSPENDED, JobStatus
-from components.cluster.target import WATCH_ANNOTATION, WatchTarget
-from components.cluster.watch import job_statuses, jobs_by_name
-from components.core.errors import UserError
-from components.core.labels import JOB_NAME, MANAGED_BY
+from trainjobs.cluster.errors import DEFAULT_RETRY, RetryPolicy, call_with_retries
+from trainjobs.cluster.record import FinishedRun, annotations_of, read_record
+from trainjobs.cluster.rules import decide
+from trainjobs.cluster.status import SUSPENDED, JobStatus
+from trainjobs.cluster.target import WATCH_ANNOTATION, WatchTarget
+from trainjobs.cluster.watch import job_statuses, jobs_by_name
+from trainjobs.core.errors import UserError
+from trainjobs.core.labels import JOB_NAME, MANAGED_BY
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient

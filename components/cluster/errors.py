@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING, TypeVar
 
-from components.cluster.diagnosis import describe_error
-from components.core.durations import format_duration
-from components.core.errors import UserError
+from trainjobs.cluster.diagnosis import describe_error
+from trainjobs.core.durations import format_duration
+from trainjobs.core.errors import UserError
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components.cluster.diagnosis import Diagnosis
-from components.cluster.scaling import ScaleResult
-from components.cluster.status import SUCCEEDED, JobStatus
-from components.core.durations import format_duration
+from trainjobs.cluster.diagnosis import Diagnosis
+from trainjobs.cluster.scaling import ScaleResult
+from trainjobs.cluster.status import SUCCEEDED, JobStatus
+from trainjobs.core.durations import format_duration
 
 
 @dataclass(frozen=True)

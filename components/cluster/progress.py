@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from components.cluster.status import JobStatus
-from components.core.durations import format_duration
+from trainjobs.cluster.status import JobStatus
+from trainjobs.core.durations import format_duration
 
 PROGRESS_INTERVAL_SECONDS = 30.0
 """A progress line at least this often while nothing changes, so a long job looks alive."""

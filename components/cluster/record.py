@@ -6,7 +6,7 @@ still lists them, and `pulumi up --refresh` then drops them from the state (pulu
 again: without a guard, the training would run a second time. The guard has two halves:
 
 - with the completion watcher, the Pulumi program creates every Job suspended and only the
-  watcher starts a run (:mod:`components.cluster.supervisor`);
+  watcher starts a run (:mod:`trainjobs.cluster.supervisor`);
 - when a run ends, the watcher writes ``trainjobs.io/finished-run`` on the job's anchor (the
   deciding replica's Service, or a ChainerJob's assets ConfigMap: objects no TTL removes):
   the run's identity (a hash of the job's workloads as declared) and how it ended. A Job
@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from components.cluster.diagnosis import describe_error
-from components.cluster.errors import DEFAULT_RETRY, RetryPolicy, call_with_retries
+from trainjobs.cluster.diagnosis import describe_error
+from trainjobs.cluster.errors import DEFAULT_RETRY, RetryPolicy, call_with_retries
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient

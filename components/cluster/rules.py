@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from components.cluster.status import (
+from trainjobs.cluster.status import (
     FAILED,
     PERMANENT_FAILURE,
     SUCCEEDED,

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from components.cluster.diagnosis import describe_error
-from components.cluster.errors import DEFAULT_RETRY, RetryPolicy, is_transient
-from components.cluster.progress import Reporter, quiet
-from components.core.errors import UserError
+from trainjobs.cluster.diagnosis import describe_error
+from trainjobs.cluster.errors import DEFAULT_RETRY, RetryPolicy, is_transient
+from trainjobs.cluster.progress import Reporter, quiet
+from trainjobs.core.errors import UserError
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient

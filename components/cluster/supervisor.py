@@ -1,7 +1,7 @@
 """Seeing jobs through: start a run, watch it to its end, stop what is left, diagnose, record.
 
 Two entry points. :func:`see_through` runs the whole sequence for one training job
-described by a :class:`~components.cluster.target.WatchTarget` (the Pulumi watcher and
+described by a :class:`~trainjobs.cluster.target.WatchTarget` (the Pulumi watcher and
 `trainjobs watch JOB`); :func:`see_all_through` does it for every job of a stack at once,
 one thread per job, so that each job is stopped the moment it ends however many there are.
 :func:`run_watch` is the explicit form (`trainjobs watch MASTER --worker ...`): a master Job
@@ -16,28 +16,28 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from components.cluster.diagnosis import LOG_TAIL_LINES, describe_error, diagnose
-from components.cluster.errors import DEFAULT_RETRY, RetryPolicy, call_with_retries
-from components.cluster.outcome import Outcome
-from components.cluster.progress import PROGRESS_INTERVAL_SECONDS, Reporter, quiet
-from components.cluster.record import FinishedRun, read_record, write_record
-from components.cluster.rules import CompletionRules, decide
-from components.cluster.scaling import (
+from trainjobs.cluster.diagnosis import LOG_TAIL_LINES, describe_error, diagnose
+from trainjobs.cluster.errors import DEFAULT_RETRY, RetryPolicy, call_with_retries
+from trainjobs.cluster.outcome import Outcome
+from trainjobs.cluster.progress import PROGRESS_INTERVAL_SECONDS, Reporter, quiet
+from trainjobs.cluster.record import FinishedRun, read_record, write_record
+from trainjobs.cluster.rules import CompletionRules, decide
+from trainjobs.cluster.scaling import (
     ScaleResult,
     WorkerRef,
     delete_pods,
     restore_workers,
     scale_down_workers,
 )
-from components.cluster.status import (
+from trainjobs.cluster.status import (
     DELETED,
     SUCCEEDED,
     SUSPENDED,
     TERMINAL_PHASES,
     JobStatus,
 )
-from components.cluster.target import WatchTarget
-from components.cluster.watch import (
+from trainjobs.cluster.target import WatchTarget
+from trainjobs.cluster.watch import (
     DEFAULT_TIMEOUT_SECONDS,
     PULUMI_RESUME_HINT,
     job_statuses,
@@ -409,7 +409,7 @@ def see_all_through(
 
     The threads start together, each with ``options.timeout_seconds`` from then, and share
     the reporter. The API client is shared too (its connection pool is thread-safe): create
-    it with :func:`components.cluster.client.load_api_client`'s ``connections`` at
+    it with :func:`trainjobs.cluster.client.load_api_client`'s ``connections`` at
     :func:`connections_for` the jobs, so that no watch waits for a connection.
     """
     options = options or WatchOptions()

@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.cluster.rules import CompletionRules, Elastic
-from components.cluster.scaling import WorkerRef
-from components.core.errors import UserError
-from components.core.labels import JOB_NAME
+from trainjobs.cluster.rules import CompletionRules, Elastic
+from trainjobs.cluster.scaling import WorkerRef
+from trainjobs.core.errors import UserError
+from trainjobs.core.labels import JOB_NAME
 
 WATCH_ANNOTATION = "trainjobs.io/watch"
 """On a job's anchor object: the job's :class:`WatchTarget` as JSON."""

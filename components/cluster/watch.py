@@ -1,7 +1,7 @@
 """The watch loop: follow a training job's Jobs until the job ends.
 
 The seed design's operator did this in a control loop; here it is one blocking call,
-:func:`watch_job`, which :mod:`components.cluster.supervisor` runs for the Pulumi dynamic
+:func:`watch_job`, which :mod:`trainjobs.cluster.supervisor` runs for the Pulumi dynamic
 resource and the `trainjobs watch` command.
 
 How the watch works, and the Kubernetes behaviour each step handles:
@@ -11,7 +11,7 @@ How the watch works, and the Kubernetes behaviour each step handles:
 - When other Jobs decide the job too (a TFJob's or PyTorchJob's Job per replica index) and
   a label selector matches all of the job's Jobs, the list and the watch use that selector
   instead: every Job arrives in one stream, with the same list/watch discipline, and
-  :func:`components.cluster.rules.decide` applies Kubeflow's rules to their states (a
+  :func:`trainjobs.cluster.rules.decide` applies Kubeflow's rules to their states (a
   failed worker fails the job at once, reason ``WorkerFailed``; an elastic job goes on
   without a lost node). Without a selector only the master Job is watched.
 - Any end of a watch stream (dropped connection, read timeout, 5xx, ``410 Gone``, the
@@ -39,8 +39,8 @@ from collections.abc import Callable, Iterable, Mapping
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
-from components.cluster.diagnosis import describe_error
-from components.cluster.errors import (
+from trainjobs.cluster.diagnosis import describe_error
+from trainjobs.cluster.errors import (
     DEFAULT_RETRY,
     ClusterUnreachable,
     RetryPolicy,
@@ -48,11 +48,11 @@ from components.cluster.errors import (
     is_read_timeout,
     is_transient,
 )
-from components.cluster.progress import PROGRESS_INTERVAL_SECONDS, Progress, Reporter, quiet
-from components.cluster.rules import CompletionRules, decide
-from components.cluster.status import SUCCEEDED, JobStatus
-from components.core.durations import format_duration
-from components.core.errors import UserError
+from trainjobs.cluster.progress import PROGRESS_INTERVAL_SECONDS, Progress, Reporter, quiet
+from trainjobs.cluster.rules import CompletionRules, decide
+from trainjobs.cluster.status import SUCCEEDED, JobStatus
+from trainjobs.core.durations import format_duration
+from trainjobs.core.errors import UserError
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient, V1Job

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.core.errors import Problem
+from trainjobs.core.errors import Problem
 
 INT32_MAX = 2**31 - 1
 """Kubeflow's replica counts and slots are int32 fields: the API server refuses more."""

@@ -7,8 +7,8 @@ from typing import Any
 
 import yaml
 
-from components.core import safe_yaml
-from components.core.errors import Problem, SpecError, UserError
+from trainjobs.core import safe_yaml
+from trainjobs.core.errors import Problem, SpecError, UserError
 
 
 class UnreadableFile(UserError):

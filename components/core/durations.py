@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 
-from components.core.errors import UserError
+from trainjobs.core.errors import UserError
 
 _DURATION = re.compile(r"(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m)?(?:(?P<s>\d+(?:\.\d+)?)s)?")
 

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
-from components.core import quantity
-from components.core.graph import Manifest
-from components.core.pod_template import default_field
+from trainjobs.core import quantity
+from trainjobs.core.graph import Manifest
+from trainjobs.core.pod_template import default_field
 
 VOLCANO = "volcano"
 SCHEDULER_PLUGINS = "scheduler-plugins"

@@ -15,10 +15,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from components.core import apimachinery
-from components.core.errors import Problem
-from components.core.models import ObjectMeta, problem_from_pydantic
-from components.core.pod_rules import check_annotation_keys, check_labels
+from trainjobs.core import apimachinery
+from trainjobs.core.errors import Problem
+from trainjobs.core.models import ObjectMeta, problem_from_pydantic
+from trainjobs.core.pod_rules import check_annotation_keys, check_labels
 
 GROUP = "kubeflow.org"
 ENVELOPE = ("apiVersion", "kind", "metadata", "spec", "status")
@@ -73,7 +73,7 @@ def read_envelope(
 
 def metadata_problems(meta: ObjectMeta) -> list[Problem]:
     """The job's namespace, labels and annotation keys, as the API server checks them (the
-    name has its own, stricter check: :func:`~components.core.names.job_name_problem`)."""
+    name has its own, stricter check: :func:`~trainjobs.core.names.job_name_problem`)."""
     problems: list[Problem] = []
     if meta.namespace:
         problems += namespace_problems(meta.namespace, "metadata.namespace")

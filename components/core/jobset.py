@@ -25,8 +25,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 
-from components.core.graph import Manifest
-from components.core.pod_template import default_field
+from trainjobs.core.graph import Manifest
+from trainjobs.core.pod_template import default_field
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
 KUEUE_PREFIX = "kueue.x-k8s.io/"

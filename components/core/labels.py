@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.core.graph import Manifest
+from trainjobs.core.graph import Manifest
 
 # Label keys. The app.kubernetes.io ones are Kubernetes' recommended labels; the
 # training.kubeflow.org ones keep dashboards and scripts written for Kubeflow working.

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from components.core.errors import EnvironmentFailure, UserError
+from trainjobs.core.errors import EnvironmentFailure, UserError
 
 # Marks a directory as trainjobs output, so a later run may clear it; any other non-empty
 # directory is refused rather than overwritten.

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from components.core.errors import Problem
+from trainjobs.core.errors import Problem
 
 
 class OwnModel(BaseModel):

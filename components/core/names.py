@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from components.core.errors import Problem
+from trainjobs.core.errors import Problem
 
 # A Service named after the job must be a DNS-1035 label: it may not start with a digit.
 _DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")

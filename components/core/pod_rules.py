@@ -8,7 +8,7 @@ server's messages (``<path>: Invalid value: "x": <rule>``). Values the API serve
 fills in first (a port's protocol, a fieldRef's apiVersion) are not required here either.
 
 Each check reads only values of the right type: wrong types are the schema's to report
-(:mod:`components.core.pod_schema`), so both run and every problem is reported at once.
+(:mod:`trainjobs.core.pod_schema`), so both run and every problem is reported at once.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from components.core import apimachinery, quantity
-from components.core.errors import Problem
+from trainjobs.core import apimachinery, quantity
+from trainjobs.core.errors import Problem
 
 Check = Callable[[str], list[str]]
 

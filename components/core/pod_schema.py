@@ -21,7 +21,7 @@ import jsonschema
 import kubernetes_validate.utils
 from referencing import Registry, Resource
 
-from components.core.errors import Problem
+from trainjobs.core.errors import Problem
 
 _TYPE_NAMES = {
     "array": "a list",

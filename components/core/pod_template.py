@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from components.core.errors import Problem
-from components.core.graph import Manifest
-from components.core.pod_rules import check_template_rules
-from components.core.pod_schema import check_template_types
+from trainjobs.core.errors import Problem
+from trainjobs.core.graph import Manifest
+from trainjobs.core.pod_rules import check_template_rules
+from trainjobs.core.pod_schema import check_template_types
 
 
 def default_field(mapping: Manifest, key: str, default: Any) -> Any:
@@ -57,8 +57,8 @@ def check_pod_template(
 ) -> tuple[PodTemplate, str]:
     """Check a PodTemplate as the API server would and name a lone unnamed container.
 
-    Types come from the official schema (:mod:`~components.core.pod_schema`), then the API
-    server's rules (:mod:`~components.core.pod_rules`), then what trainjobs itself relies
+    Types come from the official schema (:mod:`~trainjobs.core.pod_schema`), then the API
+    server's rules (:mod:`~trainjobs.core.pod_rules`), then what trainjobs itself relies
     on; each problem once, at its field path. Returns a deep copy (the caller's spec is never
     mutated) and the main container's name: the one named ``default_container`` if any, else
     the first.

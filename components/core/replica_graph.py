@@ -31,11 +31,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 
-from components.core import jobset
-from components.core.errors import Problem
-from components.core.gang import join, pod_group
-from components.core.graph import Graph, Manifest, Node
-from components.core.labels import (
+from trainjobs.core import jobset
+from trainjobs.core.errors import Problem
+from trainjobs.core.gang import join, pod_group
+from trainjobs.core.graph import Graph, Manifest, Node
+from trainjobs.core.labels import (
     JOB_NAME,
     JOB_ROLE,
     REPLICA_INDEX,
@@ -43,8 +43,8 @@ from components.core.labels import (
     common_labels,
     metadata,
 )
-from components.core.pod_template import default_field, replace_env
-from components.core.replica_spec import (
+from trainjobs.core.pod_template import default_field, replace_env
+from trainjobs.core.replica_spec import (
     PERMANENT_EXIT_CODES,
     ReplicaGroup,
     ReplicaJobPlan,

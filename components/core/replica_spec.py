@@ -4,7 +4,7 @@ Every released Kubeflow version of these kinds describes a job the same way unde
 types (chief, master, ps, worker, evaluator), each with a count, a pod template and a restart
 policy, plus run-wide policies. Each kind's spec module reads its versions into the
 :class:`ReplicaJobPlan` defined here, with the version's defaults and environment already
-decided; :mod:`components.core.replica_graph` turns the plan into Kubernetes objects.
+decided; :mod:`trainjobs.core.replica_graph` turns the plan into Kubernetes objects.
 """
 
 from __future__ import annotations
@@ -14,18 +14,18 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from components.core.bounds import replicas_problem, total_pods_problem
-from components.core.errors import Problem
-from components.core.gang import (
+from trainjobs.core.bounds import replicas_problem, total_pods_problem
+from trainjobs.core.errors import Problem
+from trainjobs.core.gang import (
     DEFAULT_SCHEDULER_PLUGINS_NAME,
     VOLCANO,
     Gang,
     sum_requests,
 )
-from components.core.graph import Manifest
-from components.core.names import LABEL_MAX, STATEFULSET_MAX, job_name_problem
-from components.core.pod_template import PodTemplate, check_pod_template, default_field
-from components.core.spec_model import SpecModel
+from trainjobs.core.graph import Manifest
+from trainjobs.core.names import LABEL_MAX, STATEFULSET_MAX, job_name_problem
+from trainjobs.core.pod_template import PodTemplate, check_pod_template, default_field
+from trainjobs.core.spec_model import SpecModel
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
 CLEAN_POD_POLICIES = ("None", "Running", "All")

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic.alias_generators import to_camel
 
-from components.core.errors import Problem
+from trainjobs.core.errors import Problem
 
 
 class SpecModel(BaseModel):

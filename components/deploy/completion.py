@@ -1,7 +1,7 @@
 """The completion watcher as a Pulumi dynamic resource: `pulumi up` lasts as long as the jobs.
 
 One `JobCompletion` per stack sees every job of the stack through at once
-(:func:`components.cluster.supervisor.see_all_through`: a thread per job), created after
+(:func:`trainjobs.cluster.supervisor.see_all_through`: a thread per job), created after
 every job's workloads. Per job it starts the run (the Jobs are created suspended), watches
 it to its end, stops what is left per the cleanPodPolicy, records the run, and fails the
 update with a diagnosis when a job failed. Its ``outcomes`` record how each job ended.
@@ -46,14 +46,14 @@ import pulumi
 import pulumi.dynamic
 from pulumi.config import ConfigTypeError
 
-from components.cluster.client import load_api_client
-from components.cluster.outcome import Outcome
-from components.cluster.status import SUSPENDED
-from components.cluster.supervisor import WatchOptions, connections_for, see_all_through
-from components.cluster.target import CLEAN_POD_POLICIES, WatchTarget
-from components.cluster.watch import DEFAULT_TIMEOUT_SECONDS, PULUMI_RESUME_HINT
-from components.core.durations import parse_duration
-from components.core.errors import UserError
+from trainjobs.cluster.client import load_api_client
+from trainjobs.cluster.outcome import Outcome
+from trainjobs.cluster.status import SUSPENDED
+from trainjobs.cluster.supervisor import WatchOptions, connections_for, see_all_through
+from trainjobs.cluster.target import CLEAN_POD_POLICIES, WatchTarget
+from trainjobs.cluster.watch import DEFAULT_TIMEOUT_SECONDS, PULUMI_RESUME_HINT
+from trainjobs.core.durations import parse_duration
+from trainjobs.core.errors import UserError
 
 REPLACE_ON = ("context",)
 """Inputs that identify what is watched as a whole: another cluster is another set of runs."""

@@ -13,12 +13,12 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.cluster.target import WATCH_ANNOTATION, WatchTarget
-from components.core.graph import Manifest, Node
-from components.deploy.ssh_key import ssh_secret_data
-from components.deploy.watch_target import WORKLOAD_KINDS, watch_target
-from components.kinds.chainer import ssh_assets
-from components.kinds.registry import JobDefinition
+from trainjobs.cluster.target import WATCH_ANNOTATION, WatchTarget
+from trainjobs.core.graph import Manifest, Node
+from trainjobs.deploy.ssh_key import ssh_secret_data
+from trainjobs.deploy.watch_target import WORKLOAD_KINDS, watch_target
+from trainjobs.kinds.chainer import ssh_assets
+from trainjobs.kinds.registry import JobDefinition
 
 # pulumi-kubernetes waits for a created Job to complete (10 minutes by default, then fails
 # the update) and for a StatefulSet's replicas to be ready; training outlives both, and the
@@ -102,12 +102,12 @@ def pulumi_manifest(node: Node, target: WatchTarget, *, gated: bool) -> Manifest
 
     - Jobs and StatefulSets: ``pulumi.com/waitFor`` (see :data:`WAIT_FOR`).
     - ``gated`` Jobs are created suspended: the completion watcher starts each run, and
-      does not start one that is recorded as ended (:mod:`components.cluster.record`).
+      does not start one that is recorded as ended (:mod:`trainjobs.cluster.record`).
     - ``ttlSecondsAfterFinished`` is left out: the watcher hands it to the Jobs once it has
       recorded the run's end, so no Job vanishes before then (and without a watcher, or
       for a JobSet, it is not applied: :func:`ttl_notices`).
     - The anchor object carries the job's description for the watcher
-      (:data:`~components.cluster.target.WATCH_ANNOTATION`).
+      (:data:`~trainjobs.cluster.target.WATCH_ANNOTATION`).
     """
     manifest = dict(node.manifest)
     meta = dict(manifest["metadata"])

@@ -10,25 +10,25 @@ from pathlib import Path
 
 import pulumi
 
-from components.cloud.scheduling import SchedulingProfile, apply_scheduling
-from components.core.errors import Problem, SpecError, UserError
-from components.core.gang import GANG_SCHEDULERS
-from components.core.graph import (
+from trainjobs.cloud.scheduling import SchedulingProfile, apply_scheduling
+from trainjobs.core.errors import Problem, SpecError, UserError
+from trainjobs.core.gang import GANG_SCHEDULERS
+from trainjobs.core.graph import (
     DEFAULT_KUBECTL_IMAGE,
     DEFAULT_WAIT_TIMEOUT_SECONDS,
     MPI_TRANSPORTS,
     GraphOptions,
 )
-from components.deploy.completion import (
+from trainjobs.deploy.completion import (
     OUTCOME_FIELDS,
     JobCompletion,
     WatchedJob,
     WatchSettings,
 )
-from components.deploy.component import TrainingJob
-from components.images.gpu_support import check_images_on_pool
-from components.images.pinning import image_pins_from_config, pin_images
-from components.kinds.registry import JobDefinition, load_job
+from trainjobs.deploy.component import TrainingJob
+from trainjobs.images.gpu_support import check_images_on_pool
+from trainjobs.images.pinning import image_pins_from_config, pin_images
+from trainjobs.kinds.registry import JobDefinition, load_job
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ def run() -> None:
         settings = StackSettings.from_config(pulumi.Config("trainjobs"))
         jobs = load_jobs(settings)
         if settings.gpu_pool is not None and settings.preflight:
-            from components.cloud.preflight import check_before_registering
+            from trainjobs.cloud.preflight import check_before_registering
 
             check_before_registering(settings.gpu_pool, [job.graph for job in jobs])
         watch = WatchSettings.from_config(pulumi.Config("trainjobs"), pulumi.Config("kubernetes"))

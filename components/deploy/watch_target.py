@@ -1,7 +1,7 @@
 """A job's description for the completion watcher, from its definition: rules, workers, run.
 
 Pure: the Pulumi program hands the result to the watcher and writes it on the job's anchor
-object (see :mod:`components.cluster.target`).
+object (see :mod:`trainjobs.cluster.target`).
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import hashlib
 import json
 from typing import Any
 
-from components.cluster.rules import CompletionRules, Elastic
-from components.cluster.scaling import WorkerRef
-from components.cluster.target import WatchTarget
-from components.kinds.registry import JobDefinition
+from trainjobs.cluster.rules import CompletionRules, Elastic
+from trainjobs.cluster.scaling import WorkerRef
+from trainjobs.cluster.target import WatchTarget
+from trainjobs.kinds.registry import JobDefinition
 
 WORKLOAD_KINDS = ("Job", "StatefulSet", "JobSet")
 

@@ -14,8 +14,8 @@ import dataclasses
 import json
 from collections.abc import Sequence
 
-from components.core.errors import UserError
-from components.engines.engine import (
+from trainjobs.core.errors import UserError
+from trainjobs.engines.engine import (
     BuildRequest,
     ContainerRequest,
     Engine,

@@ -17,14 +17,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from components.core.errors import EnvironmentFailure, UserError
-from components.engines.settings import engine_environment
+from trainjobs.core.errors import EnvironmentFailure, UserError
+from trainjobs.engines.settings import engine_environment
 
 RUN_LABEL = "io.trainjobs.run"
 """On every pod, container and network of a local run: the run's id."""
 OWNER_LABEL = "io.trainjobs.owner"
 """The trainjobs process that created the object: ``<boot id>:<pid>:<start time>`` (see
-:func:`components.engines.owners.owner_alive`)."""
+:func:`trainjobs.engines.owners.owner_alive`)."""
 RECIPE_LABEL = "io.trainjobs.recipe"
 """On images trainjobs builds: the SHA-256 of their recipe (Dockerfile and copied files)."""
 ENGINES = ("podman", "docker")
@@ -290,8 +290,8 @@ def image_and_command(request: ContainerRequest) -> list[str]:
 
 def _adapters() -> dict[str, type[Engine]]:
     """Each engine's adapter class, in :data:`ENGINES` order."""
-    from components.engines.docker import Docker
-    from components.engines.podman import Podman
+    from trainjobs.engines.docker import Docker
+    from trainjobs.engines.podman import Podman
 
     return {"podman": Podman, "docker": Docker}
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from components.engines.engine import (
+from trainjobs.engines.engine import (
     BuildRequest,
     ContainerRequest,
     Engine,

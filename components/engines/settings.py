@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from components.images.build_context import REPO_ROOT
+from trainjobs.images.build_context import REPO_ROOT
 
 ENGINE_DIR = REPO_ROOT / "out" / "engine"
 """The project's engine configuration: containers.conf and the saved build settings."""

@@ -15,11 +15,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from components.core.errors import UserError
-from components.engines.engine import Engine, EngineError
-from components.images.build_settings import BuildSettings
-from components.images.builder import Say
-from components.images.declarations import DebianBase
+from trainjobs.core.errors import UserError
+from trainjobs.engines.engine import Engine, EngineError
+from trainjobs.images.build_settings import BuildSettings
+from trainjobs.images.builder import Say
+from trainjobs.images.declarations import DebianBase
 
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 PUBLIC_SOURCES = """\

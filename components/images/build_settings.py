@@ -23,9 +23,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
-from components.core.errors import UserError
-from components.images.declarations import DebianBase, Image
-from components.images.dockerfiles import (
+from trainjobs.core.errors import UserError
+from trainjobs.images.declarations import DebianBase, Image
+from trainjobs.images.dockerfiles import (
     APT_CONFIG_SECRET,
     APT_SOURCES_SECRET,
     BASE_IMAGE_ARG,

@@ -1,8 +1,8 @@
 """Building images on this machine with its container engine, tagged as jobs name them.
 
 ``trainjobs images build`` and container runs (for declared images they miss) build through
-here. A built image carries its recipe's hash (:data:`~components.engines.engine.RECIPE_LABEL`,
-:func:`~components.images.dockerfiles.recipe_hash`): an image whose label matches is current
+here. A built image carries its recipe's hash (:data:`~trainjobs.engines.engine.RECIPE_LABEL`,
+:func:`~trainjobs.images.dockerfiles.recipe_hash`): an image whose label matches is current
 and is not built again; one whose recipe changed is. The engine caches layers, and the CPU
 images share their first ones (Python, the virtualenv, the build tools), so later builds reuse
 them. Progress: one line per build step on the way, the engine's whole output in a log file
@@ -18,14 +18,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.core.errors import UserError
-from components.engines.engine import RECIPE_LABEL, BuildRequest, Engine, EngineError
-from components.engines.settings import ENGINE_DIR
-from components.images.build_context import IMAGES_DIR
-from components.images.build_settings import BuildInputs, BuildSettings
-from components.images.catalogue import IMAGES
-from components.images.declarations import Image
-from components.images.dockerfiles import dockerfile_path, recipe_hash
+from trainjobs.core.errors import UserError
+from trainjobs.engines.engine import RECIPE_LABEL, BuildRequest, Engine, EngineError
+from trainjobs.engines.settings import ENGINE_DIR
+from trainjobs.images.build_context import IMAGES_DIR
+from trainjobs.images.build_settings import BuildInputs, BuildSettings
+from trainjobs.images.catalogue import IMAGES
+from trainjobs.images.declarations import Image
+from trainjobs.images.dockerfiles import dockerfile_path, recipe_hash
 
 LOG_DIR = ENGINE_DIR / "build-logs"
 # A step starting: podman's "[2/2] STEP 3/12: RUN ...", BuildKit's "#7 [2/9] RUN ...".

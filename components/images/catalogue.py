@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from components.core.errors import UserError
-from components.core.graph import DEFAULT_KUBECTL_IMAGE
-from components.images.declarations import (
+from trainjobs.core.errors import UserError
+from trainjobs.core.graph import DEFAULT_KUBECTL_IMAGE
+from trainjobs.images.declarations import (
     CudaBase,
     DebianBase,
     Image,

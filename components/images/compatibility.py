@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
 
-from components.core.errors import Problem
-from components.core.graph import DEFAULT_KUBECTL_IMAGE
-from components.images.build_context import IMAGES_DIR
-from components.images.distributions import UBUNTU_RELEASES
-from components.images.references import DIGEST_REFERENCE, has_version_tag
+from trainjobs.core.errors import Problem
+from trainjobs.core.graph import DEFAULT_KUBECTL_IMAGE
+from trainjobs.images.build_context import IMAGES_DIR
+from trainjobs.images.distributions import UBUNTU_RELEASES
+from trainjobs.images.references import DIGEST_REFERENCE, has_version_tag
 
 if TYPE_CHECKING:
-    from components.images.declarations import Image
+    from trainjobs.images.declarations import Image
 
 
 # The CuPy wheels on PyPI trainjobs knows, and the oldest CUDA release each runs on. A wheel

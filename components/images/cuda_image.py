@@ -1,6 +1,6 @@
 """A CUDA image as a Pulumi component: built and pushed to ECR, or resolved to a digest.
 
-Pods are pinned by that digest (:func:`components.images.pinning.pin_images`, stack config
+Pods are pinned by that digest (:func:`trainjobs.images.pinning.pin_images`, stack config
 ``trainjobs:images``), never by tag: every node pulls exactly the image that was built and
 checked, and a later push cannot change a running job's image. The component lives in an
 infrastructure stack; job stacks receive its ``ref`` output as plain config, so a job's
@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pulumi
 
-from components.cloud.preflight import EcrImage
-from components.core.errors import UserError
-from components.images.build_context import IMAGES_DIR
-from components.images.catalogue import IMAGES
-from components.images.declarations import Image
-from components.images.dockerfiles import dockerfile_path, recipe_hash, render
-from components.images.references import is_digest_pinned
+from trainjobs.cloud.preflight import EcrImage
+from trainjobs.core.errors import UserError
+from trainjobs.images.build_context import IMAGES_DIR
+from trainjobs.images.catalogue import IMAGES
+from trainjobs.images.declarations import Image
+from trainjobs.images.dockerfiles import dockerfile_path, recipe_hash, render
+from trainjobs.images.references import is_digest_pinned
 
 INFRA_CONFIG = "trainjobs-infra"
 """Config namespace of the infrastructure project (infra/Pulumi.yaml)."""

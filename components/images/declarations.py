@@ -5,17 +5,17 @@ job relies on: the files trainjobs puts into it (in-image path -> file in this r
 the pinned Python packages, the Debian packages and the environment. The declarations are
 the single source of truth for two consumers:
 
-- the local runtime (``trainjobs run``, :mod:`components.local`), where a container becomes a
+- the local runtime (``trainjobs run``, :mod:`trainjobs.local`), where a container becomes a
   host process: in-image paths are mapped to the repository files declared here, and the
   Python packages must be installed in the interpreter that runs the pods (the project's
   ``.venv``, pinned in ``requirements.txt``);
 - building the images for a cluster: an image with a :class:`ImageBuild` recipe renders its
-  Dockerfile (:mod:`components.images.dockerfiles`, checked into ``images/<dir>/Dockerfile``),
-  and :class:`components.images.cuda_image.CudaImage` builds and pushes it.
+  Dockerfile (:mod:`trainjobs.images.dockerfiles`, checked into ``images/<dir>/Dockerfile``),
+  and :class:`trainjobs.images.cuda_image.CudaImage` builds and pushes it.
 
-Every declaration is checked against the rules of :mod:`components.images.compatibility` when
+Every declaration is checked against the rules of :mod:`trainjobs.images.compatibility` when
 it is made (Chainer with NumPy, setuptools and CuPy; CuPy wheels with the base image's CUDA
-and cuDNN). The declared images themselves are in :mod:`components.images.catalogue`.
+and cuDNN). The declared images themselves are in :mod:`trainjobs.images.catalogue`.
 
 Images trainjobs does not build (``external=True``, e.g. the kubectl image the master's init
 container copies kubectl from) are declared with the local stand-ins of the files jobs use.
@@ -30,10 +30,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from components.core.errors import Problem, UserError
-from components.images.build_context import REPO_ROOT
-from components.images.compatibility import all_pins, compatibility_problems, release
-from components.images.distributions import DEBIAN_RELEASES, UBUNTU_RELEASES
+from trainjobs.core.errors import Problem, UserError
+from trainjobs.images.build_context import REPO_ROOT
+from trainjobs.images.compatibility import all_pins, compatibility_problems, release
+from trainjobs.images.distributions import DEBIAN_RELEASES, UBUNTU_RELEASES
 
 _PINNED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9.+!-]+$")
 

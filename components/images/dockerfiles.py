@@ -1,6 +1,6 @@
 """Dockerfiles rendered from the image declarations.
 
-Every image with an :class:`~components.images.declarations.ImageBuild` recipe gets
+Every image with an :class:`~trainjobs.images.declarations.ImageBuild` recipe gets
 ``images/<directory>/Dockerfile``, checked in and kept current by a test
 (``trainjobs dockerfiles`` or ``make images`` regenerates them). The build context is
 ``images/``: the files an image carries live there (``images/scripts/train_mnist.py``).
@@ -33,10 +33,10 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from components.images.build_context import IMAGES_DIR
-from components.images.catalogue import IMAGES
-from components.images.declarations import Image
-from components.images.distributions import UBUNTU_RELEASES
+from trainjobs.images.build_context import IMAGES_DIR
+from trainjobs.images.catalogue import IMAGES
+from trainjobs.images.declarations import Image
+from trainjobs.images.distributions import UBUNTU_RELEASES
 
 GENERATED_HEADER = (
     "# Generated from components/images/catalogue.py by `make images`; do not edit.\n"

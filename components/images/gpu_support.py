@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from components.cloud.instances import INSTANCE_TYPES
-from components.cloud.scheduling import SchedulingProfile, pod_gpus, pod_template
-from components.core.errors import Problem, UserError
-from components.core.graph import Graph
-from components.core.pod_template import pod_containers
-from components.images.catalogue import declared_image
+from trainjobs.cloud.instances import INSTANCE_TYPES
+from trainjobs.cloud.scheduling import SchedulingProfile, pod_gpus, pod_template
+from trainjobs.core.errors import Problem, UserError
+from trainjobs.core.graph import Graph
+from trainjobs.core.pod_template import pod_containers
+from trainjobs.images.catalogue import declared_image
 
 # The oldest CUDA release that can build for each GPU model of the pools' instance types
 # (components/gpu.py INSTANCE_TYPES), with its architecture and compute capability: a CUDA

@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from components.images.build_settings import LIST_OPTIONS, PIP_OPTIONS, BuildSettings
+from trainjobs.images.build_settings import LIST_OPTIONS, PIP_OPTIONS, BuildSettings
 
 APT_SOURCES = Path("/etc/apt/sources.list")
 APT_SOURCE_PARTS = Path("/etc/apt/sources.list.d")

@@ -3,7 +3,7 @@
 A job's master copies kubectl from ``registry.k8s.io/kubectl`` (an init container) and its
 cluster waiter runs there; a container run has no API server for the real kubectl to talk
 to, so that image runs as this one, whose ``/bin/kubectl`` hands each call to the run's API
-stand-in (:mod:`components.local.container.kubectl`). It is built locally from the Debian base
+stand-in (:mod:`trainjobs.local.container.kubectl`). It is built locally from the Debian base
 and carries nothing else but ``python3-minimal``. Where no kubectl image can be pulled it is
 also the ``KUBECTL_IMAGE`` of local builds (``trainjobs images configure --no-registry``).
 """
@@ -15,12 +15,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from components.engines.engine import Engine
-from components.images.build_context import REPO_ROOT
-from components.images.build_settings import BuildSettings
-from components.images.builder import Recipe, Say, build, current
-from components.images.catalogue import IMAGES
-from components.images.dockerfiles import BASE_IMAGE_ARG, apt_install_step
+from trainjobs.engines.engine import Engine
+from trainjobs.images.build_context import REPO_ROOT
+from trainjobs.images.build_settings import BuildSettings
+from trainjobs.images.builder import Recipe, Say, build, current
+from trainjobs.images.catalogue import IMAGES
+from trainjobs.images.dockerfiles import BASE_IMAGE_ARG, apt_install_step
 
 REFERENCE = "localhost/trainjobs/kubectl:stand-in"
 CLIENT = REPO_ROOT / "components" / "local" / "container" / "kubectl.py"

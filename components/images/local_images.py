@@ -1,19 +1,19 @@
 """The images a machine builds for itself, in order: what its build settings name first.
 
 Where the build settings name a locally bootstrapped Debian base
-(:mod:`components.images.bootstrap`) or the kubectl stand-in
-(:mod:`components.images.kubectl_stand_in`), those are made first (once); then the declared
-images, each unless a current one exists (:func:`components.images.builder.ensure`).
+(:mod:`trainjobs.images.bootstrap`) or the kubectl stand-in
+(:mod:`trainjobs.images.kubectl_stand_in`), those are made first (once); then the declared
+images, each unless a current one exists (:func:`trainjobs.images.builder.ensure`).
 """
 
 from __future__ import annotations
 
-from components.engines.engine import Engine
-from components.images import bootstrap, kubectl_stand_in
-from components.images.build_settings import BuildSettings
-from components.images.builder import Say, ensure
-from components.images.catalogue import IMAGES
-from components.images.declarations import DebianBase, Image
+from trainjobs.engines.engine import Engine
+from trainjobs.images import bootstrap, kubectl_stand_in
+from trainjobs.images.build_settings import BuildSettings
+from trainjobs.images.builder import Say, ensure
+from trainjobs.images.catalogue import IMAGES
+from trainjobs.images.declarations import DebianBase, Image
 
 
 def prepare(engine: Engine, settings: BuildSettings, say: Say) -> None:

@@ -7,11 +7,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from components.cloud.scheduling import pod_template
-from components.core.errors import ConfigError, Problem, UserError
-from components.core.graph import Graph, Node
-from components.core.pod_template import pod_containers
-from components.images.references import is_digest_pinned
+from trainjobs.cloud.scheduling import pod_template
+from trainjobs.core.errors import ConfigError, Problem, UserError
+from trainjobs.core.graph import Graph, Node
+from trainjobs.core.pod_template import pod_containers
+from trainjobs.images.references import is_digest_pinned
 
 IMAGES_CONFIG_KEY = "trainjobs:images"
 

@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from components.core.manifests import dump_yaml
-from components.kinds.chainer import spec as chainer_spec
-from components.kinds.pytorch import spec as pytorch_spec
-from components.kinds.tensorflow import spec as tensorflow_spec
+from trainjobs.core.manifests import dump_yaml
+from trainjobs.kinds.chainer import spec as chainer_spec
+from trainjobs.kinds.pytorch import spec as pytorch_spec
+from trainjobs.kinds.tensorflow import spec as tensorflow_spec
 
 GENERATED_HEADER = (
     "# Generated from the spec models in components/kinds/ by `make crds`; do not edit.\n"

@@ -11,16 +11,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.core.documents import load_file
-from components.core.errors import Problem, SpecError
-from components.core.graph import Graph, GraphOptions
-from components.core.jobset import QUEUE_LABEL, is_queued
-from components.core.replica_graph import as_queued, build_replica_graph
-from components.core.replica_spec import ReplicaJobPlan
-from components.kinds.chainer import graph as chainer_graph
-from components.kinds.chainer import spec as chainer_spec
-from components.kinds.pytorch import spec as pytorch_spec
-from components.kinds.tensorflow import spec as tensorflow_spec
+from trainjobs.core.documents import load_file
+from trainjobs.core.errors import Problem, SpecError
+from trainjobs.core.graph import Graph, GraphOptions
+from trainjobs.core.jobset import QUEUE_LABEL, is_queued
+from trainjobs.core.replica_graph import as_queued, build_replica_graph
+from trainjobs.core.replica_spec import ReplicaJobPlan
+from trainjobs.kinds.chainer import graph as chainer_graph
+from trainjobs.kinds.chainer import spec as chainer_spec
+from trainjobs.kinds.pytorch import spec as pytorch_spec
+from trainjobs.kinds.tensorflow import spec as tensorflow_spec
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """What a job's resource graph becomes on one machine: the pods, identities and grants.
 
-Pure: graph in, plain data out. The runtime (:mod:`components.local.runtime`) executes it.
+Pure: graph in, plain data out. The runtime (:mod:`trainjobs.local.runtime`) executes it.
 
 - A StatefulSet becomes ``replicas`` pods named ``<statefulset>-<i>`` (their hostname too),
   under the StatefulSet's ``serviceName`` subdomain, restartPolicy Always, labelled as the
@@ -30,11 +30,11 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.core import quantity
-from components.core.errors import UserError
-from components.core.graph import Graph, Manifest
-from components.core.jobset import child_jobs
-from components.core.pod_template import GPU_RESOURCE
+from trainjobs.core import quantity
+from trainjobs.core.errors import UserError
+from trainjobs.core.graph import Graph, Manifest
+from trainjobs.core.jobset import child_jobs
+from trainjobs.core.pod_template import GPU_RESOURCE
 
 DEFAULT_BACKOFF_LIMIT = 6
 """batch/v1 Job's default when backoffLimit is unset."""
@@ -141,7 +141,7 @@ class ClusterPlan:
     """StatefulSet pods: long-running, restarted when they exit, stopped at the end."""
     config_maps: dict[str, dict[str, str]]
     secrets: dict[str, Manifest]
-    """The job's Secrets as the graph has them (without data: see components.local.ssh)."""
+    """The job's Secrets as the graph has them (without data: see trainjobs.local.ssh)."""
     grants: dict[str, list[tuple[str, str, str]]]
     """service account -> (verb, resource, pod name or '*') it may use."""
     success_jobs: tuple[str, ...] = ()

@@ -1,7 +1,7 @@
 """Containers as host processes: in-image paths mapped to files on this machine.
 
 A container sees two kinds of paths that do not exist on the host: files its image carries
-(``/train_mnist.py``, the declared :class:`~components.images.declarations.Image` files) and volume
+(``/train_mnist.py``, the declared :class:`~trainjobs.images.declarations.Image` files) and volume
 mounts (``/etc/trainjobs`` from the assets ConfigMap, ``/opt/trainjobs/bin`` from an
 emptyDir). A local run maps both by **rewriting** the container's command, args and env
 values: a path is replaced where it appears as a whole path (an argument, an env value, or a
@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.core.errors import UserError
-from components.images.declarations import Image
-from components.local.files import inside
+from trainjobs.core.errors import UserError
+from trainjobs.images.declarations import Image
+from trainjobs.local.files import inside
 
 _VARIABLE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 

@@ -18,7 +18,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from components.core.errors import EnvironmentFailure, UserError
+from trainjobs.core.errors import EnvironmentFailure, UserError
 
 TEMPORARY_SUFFIX = ".tmp"
 PRIVATE_DIRECTORY = 0o700

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from components.local.cluster import ExitCodeRule, JobPlan
-from components.local.pod_run import PodRun
+from trainjobs.local.cluster import ExitCodeRule, JobPlan
+from trainjobs.local.pod_run import PodRun
 
 if TYPE_CHECKING:
-    from components.local.runtime import Run
+    from trainjobs.local.runtime import Run
 
 
 @dataclass

@@ -28,7 +28,7 @@ It behaves like kubectl talking to an API server:
   running, is refused with kubectl's messages.
 
 It is run by path (``/bin/kubectl`` of the declared kubectl image, see
-:mod:`components.images`), so it imports only the standard library and nothing of trainjobs;
+:mod:`trainjobs.images`), so it imports only the standard library and nothing of trainjobs;
 the runtime imports the registry constants below from it.
 """
 
@@ -50,7 +50,7 @@ this job would make to a cluster's API server."""
 PHASE_JSONPATH = "jsonpath={.status.phase}"
 PROGRAM = "kubectl (trainjobs local stand-in)"
 
-# Registry layout (written by components.local.runtime):
+# Registry layout (written by trainjobs.local.runtime):
 # {"namespace": NS,
 #  "nsenter": "/usr/bin/nsenter",
 #  "pods": {POD: {"phase": "Pending|Running|Succeeded|Failed",

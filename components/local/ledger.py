@@ -34,17 +34,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.core.errors import EnvironmentFailure
-from components.local.files import private_directory, temporary_files, write_private
-from components.local.kubectl import process_start_time
+from trainjobs.core.errors import EnvironmentFailure
+from trainjobs.local.files import private_directory, temporary_files, write_private
+from trainjobs.local.kubectl import process_start_time
 
 STATE_ENV = "TRAINJOBS_STATE_DIR"
 """Overrides where ledgers live (tests keep theirs apart from other runs on the machine)."""
 CLEANER_MODULES = (
-    "components.local.pods",
-    "components.local.network",
-    "components.local.ssh",
-    "components.local.container.cleanup",
+    "trainjobs.local.pods",
+    "trainjobs.local.network",
+    "trainjobs.local.ssh",
+    "trainjobs.local.container.cleanup",
 )
 """Modules that register cleaners with :func:`resource_kind`."""
 _CLAIMED = ".cleaning-"
@@ -251,7 +251,7 @@ def _clean(claimed: Path) -> Cleaned:
 
 @resource_kind("temporary-files")
 def _remove_temporary_files(entry: Entry) -> list[str]:
-    """Half-written files of :func:`~components.local.files.write_private` under a directory."""
+    """Half-written files of :func:`~trainjobs.local.files.write_private` under a directory."""
     removed = []
     for path in temporary_files(Path(entry["directory"])):
         path.unlink(missing_ok=True)

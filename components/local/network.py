@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from components.core.errors import UserError
-from components.local.files import inside
-from components.local.ledger import Ledger, resource_kind
+from trainjobs.core.errors import UserError
+from trainjobs.local.files import inside
+from trainjobs.local.ledger import Ledger, resource_kind
 
 POD_SUBNETS = ipaddress.ip_network("198.18.0.0/15")
 NETNS_CONFIG = Path("/etc/netns")

@@ -8,17 +8,17 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from components.core.errors import UserError
-from components.core.pod_template import GPU_RESOURCE
-from components.images import catalogue
-from components.local import containers
-from components.local.cluster import PodPlan
-from components.local.files import inside
-from components.local.network import PodHost
-from components.local.pods import ContainerProcess, ProcessSpec, Sandbox, kill_all
+from trainjobs.core.errors import UserError
+from trainjobs.core.pod_template import GPU_RESOURCE
+from trainjobs.images import catalogue
+from trainjobs.local import containers
+from trainjobs.local.cluster import PodPlan
+from trainjobs.local.files import inside
+from trainjobs.local.network import PodHost
+from trainjobs.local.pods import ContainerProcess, ProcessSpec, Sandbox, kill_all
 
 if TYPE_CHECKING:
-    from components.local.runtime import Run
+    from trainjobs.local.runtime import Run
 
 POLL_SECONDS = 0.05
 # Local pods share this machine's cores, but Open MPI sees one node per pod and would

@@ -8,7 +8,7 @@ enters those namespaces through the sandbox's PID with ``nsenter``. On loopback 
 sandbox process and containers run in the host's namespaces.
 
 Every pod process carries the run's registry path and its pod name in its environment
-(:data:`~components.local.kubectl.REGISTRY_ENV`, :data:`~components.local.kubectl.POD_ENV`):
+(:data:`~trainjobs.local.kubectl.REGISTRY_ENV`, :data:`~trainjobs.local.kubectl.POD_ENV`):
 that is how processes are found again, including the ones ``kubectl exec`` starts on behalf
 of another pod (Open MPI's daemons). On a cluster the kernel ends everything in a container
 when its PID namespace ends; here :func:`pod_processes` finds them, so that stopping a pod
@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from components.local.files import inside, open_log
-from components.local.kubectl import POD_ENV, REGISTRY_ENV, process_start_time
-from components.local.ledger import resource_kind
-from components.local.network import NETNS_RUN
+from trainjobs.local.files import inside, open_log
+from trainjobs.local.kubectl import POD_ENV, REGISTRY_ENV, process_start_time
+from trainjobs.local.ledger import resource_kind
+from trainjobs.local.network import NETNS_RUN
 
 # Sets the hostname in the fresh UTS namespace, says so, then only holds the namespaces.
 _SANDBOX_SCRIPT = 'echo "$0" > /proc/sys/kernel/hostname && echo ready && exec sleep infinity'

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from components.local.ledger import Cleaned
+    from trainjobs.local.ledger import Cleaned
 
 
 @dataclass(frozen=True)

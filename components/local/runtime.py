@@ -1,10 +1,10 @@
 """`trainjobs run`: execute a job's resource graph on this machine, with Job semantics.
 
-One local pod per replica (see :mod:`components.local.cluster`), each in its own network
-namespace when root (:mod:`components.local.network`), containers as host processes with
-their image paths mapped (:mod:`components.local.containers`), and the generated assets
+One local pod per replica (see :mod:`trainjobs.local.cluster`), each in its own network
+namespace when root (:mod:`trainjobs.local.network`), containers as host processes with
+their image paths mapped (:mod:`trainjobs.local.containers`), and the generated assets
 (hostfile, rsh agent, cluster waiter, bootstrap script) used exactly as on a cluster, against
-the kubectl stand-in (:mod:`components.local.kubectl`) whose "API server" is ``pods.json`` in
+the kubectl stand-in (:mod:`trainjobs.local.kubectl`) whose "API server" is ``pods.json`` in
 the run directory.
 
 Kubernetes semantics kept, and where they live:
@@ -37,12 +37,12 @@ Kubernetes semantics kept, and where they live:
   waiter, which names them when it gives up.
 
 With ``--runtime container`` the same run drives real pods on a container engine instead
-(:mod:`components.local.container`, through :meth:`Run.make_network` and :meth:`Run.make_pod`).
+(:mod:`trainjobs.local.container`, through :meth:`Run.make_network` and :meth:`Run.make_pod`).
 
 Nothing leaks: whatever happens (success, failure, deadline, an exception, SIGINT or SIGTERM),
 the ``finally`` path stops every pod, kills any process that still carries the run's marker
 or sits in one of its namespaces, removes the Secret volumes and the ssh transport's key pair
-(:mod:`components.local.ssh`), and removes namespaces, veths and the bridge; leftovers, if
+(:mod:`trainjobs.local.ssh`), and removes namespaces, veths and the bridge; leftovers, if
 any, are reported in the summary. A second Ctrl-C during that clean-up skips the grace period
 but not the clean-up.
 """
@@ -66,24 +66,24 @@ from typing import IO, Any
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from components.core.errors import EnvironmentFailure, UserError
-from components.core.jobset import QUEUE_LABEL
-from components.core.manifests import dump_yaml, manifest_filename
-from components.images import catalogue
-from components.images.declarations import Image
-from components.kinds.chainer import ssh_assets
-from components.kinds.registry import JobDefinition
-from components.local import ssh as local_ssh
-from components.local.cluster import (
+from trainjobs.core.errors import EnvironmentFailure, UserError
+from trainjobs.core.jobset import QUEUE_LABEL
+from trainjobs.core.manifests import dump_yaml, manifest_filename
+from trainjobs.images import catalogue
+from trainjobs.images.declarations import Image
+from trainjobs.kinds.chainer import ssh_assets
+from trainjobs.kinds.registry import JobDefinition
+from trainjobs.local import ssh as local_ssh
+from trainjobs.local.cluster import (
     ClusterPlan,
     PodPlan,
     plan_cluster,
 )
-from components.local.files import inside, new_run_directory, private_directory, write_private
-from components.local.job_run import JobRun
-from components.local.kubectl import CALLS_LOG, POD_ENV, REGISTRY_ENV
-from components.local.ledger import Ledger, clean_dead_runs
-from components.local.network import (
+from trainjobs.local.files import inside, new_run_directory, private_directory, write_private
+from trainjobs.local.job_run import JobRun
+from trainjobs.local.kubectl import CALLS_LOG, POD_ENV, REGISTRY_ENV
+from trainjobs.local.ledger import Ledger, clean_dead_runs
+from trainjobs.local.network import (
     NETNS_RUN,
     LoopbackNetwork,
     NamespaceNetwork,
@@ -92,14 +92,14 @@ from components.local.network import (
     PodName,
     netns_available,
 )
-from components.local.pod_run import POLL_SECONDS, PodRun, stop_pods
-from components.local.pods import (
+from trainjobs.local.pod_run import POLL_SECONDS, PodRun, stop_pods
+from trainjobs.local.pods import (
     LogSink,
     kill_all,
     pod_processes,
 )
-from components.local.results import RunResult, killed_summary
-from components.local.signals import (
+from trainjobs.local.results import RunResult, killed_summary
+from trainjobs.local.signals import (
     Interrupted,
     install_cleanup_handlers,
     install_signal_handlers,
@@ -124,7 +124,7 @@ class RunOptions:
     """Where pod output and the summary go. Default: stdout."""
     runtime: str = "process"
     """process (containers as host processes) or container (an engine's pods; see
-    :mod:`components.local.container`)."""
+    :mod:`trainjobs.local.container`)."""
     engine: str | None = None
     """The container runtime's engine: podman or docker; None: whichever answers."""
 
@@ -137,7 +137,7 @@ def run_job(job: JobDefinition, options: RunOptions | None = None) -> RunResult:
         raise UserError(f"--network must be one of {', '.join(NETWORK_MODES)}")
     plan = plan_cluster(job.graph, job.success_jobs, job.success_any)
     if options.runtime == "container":
-        from components.local.container.runtime import container_run
+        from trainjobs.local.container.runtime import container_run
 
         return container_run(job, plan, options).execute()
     _check_images(plan, options.image_aliases)
@@ -148,7 +148,7 @@ def run_job(job: JobDefinition, options: RunOptions | None = None) -> RunResult:
 
 
 def clean_up_after_killed_runs(report: Callable[[str], None]) -> bool:
-    """Remove what killed runs left (see :mod:`components.local.ledger`), say what, and write
+    """Remove what killed runs left (see :mod:`trainjobs.local.ledger`), say what, and write
     each one's ``summary.json``. False if something could not be removed."""
     complete = True
     for dead in clean_dead_runs():

@@ -8,7 +8,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from components.local.runtime import Run
+    from trainjobs.local.runtime import Run
 
 
 class Interrupted(Exception):

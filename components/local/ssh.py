@@ -4,7 +4,7 @@ A cluster gets the job's ssh-auth Secret from Pulumi (a key made at deploy time)
 makes its own key pair with ``ssh-keygen`` when it starts, keeps it only in the run
 directory's private ``ssh/`` directory and in the pods' Secret volumes (files 0600 or the
 volume's mode, directories 0700), and removes all of it when the run ends (a killed run's, the
-clean-up after it: see :mod:`components.local.ledger`). Each worker pod's
+clean-up after it: see :mod:`trainjobs.local.ledger`). Each worker pod's
 sshd is Debian's, started by the generated ``sshd.sh`` in the pod's network namespace, so
 every pod needs an address of its own: the ssh transport runs on pod network namespaces only.
 
@@ -21,10 +21,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from components.core.errors import EnvironmentFailure, UserError
-from components.core.graph import Manifest
-from components.kinds.chainer import ssh_assets
-from components.local.ledger import resource_kind
+from trainjobs.core.errors import EnvironmentFailure, UserError
+from trainjobs.core.graph import Manifest
+from trainjobs.kinds.chainer import ssh_assets
+from trainjobs.local.ledger import resource_kind
 
 PRIVSEP_DIR = Path("/run/sshd")
 _PROGRAMS = {

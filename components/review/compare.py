@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.core.manifests import dump_yaml
-from components.review.properties import Change, apply_ignore_changes, format_path, property_changes
-from components.review.replacement import (
+from trainjobs.core.manifests import dump_yaml
+from trainjobs.review.properties import Change, apply_ignore_changes, format_path, property_changes
+from trainjobs.review.replacement import (
     _IDENTITY,
     DYNAMIC_REPLACE_ON,
     ProviderSettings,
@@ -39,10 +39,10 @@ from components.review.replacement import (
     _rule_matches,
     replace_on_change,
 )
-from components.review.snapshot import Resource, Snapshot
+from trainjobs.review.snapshot import Resource, Snapshot
 
 OPERATIONS = ("create", "update", "replace", "delete", "same")
-REDACTED = "[secret]"  # the marker components.preview writes for secret values
+REDACTED = "[secret]"  # the marker trainjobs.review.preview writes for secret values
 DEFAULT_MAX_BYTES = 60 * 1024
 """Report size cap: GitHub refuses comments over 65,536 characters."""
 

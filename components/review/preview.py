@@ -22,9 +22,9 @@ from pulumi.runtime import mocks, rpc, settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from components.core.errors import UserError
-from components.core.manifests import prepare_output_dir, write_manifests
-from components.review.stack_file import stack_settings
+from trainjobs.core.errors import UserError
+from trainjobs.core.manifests import prepare_output_dir, write_manifests
+from trainjobs.review.stack_file import stack_settings
 
 PROJECT = "trainjobs"
 REDACTED = "[secret]"

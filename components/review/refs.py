@@ -8,18 +8,18 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from components.core.errors import UserError
-from components.core.manifests import prepare_output_dir
-from components.review.compare import Comparison, compare, config_changes
-from components.review.replacement import ProviderSettings
-from components.review.snapshot import Snapshot, load_preview
+from trainjobs.core.errors import UserError
+from trainjobs.core.manifests import prepare_output_dir
+from trainjobs.review.compare import Comparison, compare, config_changes
+from trainjobs.review.replacement import ProviderSettings
+from trainjobs.review.snapshot import Snapshot, load_preview
 
 # Runs `trainjobs preview` with a project directory first on sys.path, so that each side of a
 # diff is evaluated with its own components/ package when it has one.
 _PREVIEW_SCRIPT = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from components.cli import main
+from trainjobs.cli import main
 sys.exit(main(["preview", "--stack", sys.argv[2], "--project", sys.argv[1], "--out", sys.argv[3]]))
 """
 

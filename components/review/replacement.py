@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.review.properties import PropertyPath
-from components.review.stack_file import stack_settings
+from trainjobs.review.properties import PropertyPath
+from trainjobs.review.stack_file import stack_settings
 
 # Replace-on-change inputs of dynamic resources, from their providers' `diff` (kept in step
-# with components.deploy.completion.REPLACE_ON by a test; not imported, to keep the CLI light).
+# with trainjobs.deploy.completion.REPLACE_ON by a test; not imported, to keep the CLI light).
 DYNAMIC_REPLACE_ON: dict[str, tuple[str, ...]] = {
     "pulumi-python:dynamic/trainjobs:JobCompletion": ("context",),
 }

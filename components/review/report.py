@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from components.review.compare import DEFAULT_MAX_BYTES, OPERATIONS, Comparison, ResourceDiff
-from components.review.properties import format_path
+from trainjobs.review.compare import DEFAULT_MAX_BYTES, OPERATIONS, Comparison, ResourceDiff
+from trainjobs.review.properties import format_path
 
 _PHRASES = {
     "create": "to create",

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from components.core.errors import UserError
+from trainjobs.core.errors import UserError
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from components.core.documents import load_mapping
-from components.core.errors import UserError
+from trainjobs.core.documents import load_mapping
+from trainjobs.core.errors import UserError
 
 
 def stack_settings(path: Path) -> dict[str, Any]:

@@ -12,14 +12,14 @@ import pytest
 import yaml
 from moto import mock_aws
 
-from components.cloud.device_plugin import device_plugin_daemonset
-from components.cloud.instances import INSTANCE_TYPES, GpuInstanceType
-from components.cloud.node_pool import GpuNodePoolConfig
-from components.cloud.scheduling import GpuPod, SchedulingProfile, apply_scheduling, gpu_pods
-from components.core.errors import ConfigError, SpecError, UserError
-from components.kinds.registry import JobDefinition, load_job, parse_job
-from components.review.preview import PreviewResult, Registration, run_preview
 from tests.conftest import REPO, schema_problems
+from trainjobs.cloud.device_plugin import device_plugin_daemonset
+from trainjobs.cloud.instances import INSTANCE_TYPES, GpuInstanceType
+from trainjobs.cloud.node_pool import GpuNodePoolConfig
+from trainjobs.cloud.scheduling import GpuPod, SchedulingProfile, apply_scheduling, gpu_pods
+from trainjobs.core.errors import ConfigError, SpecError, UserError
+from trainjobs.kinds.registry import JobDefinition, load_job, parse_job
+from trainjobs.review.preview import PreviewResult, Registration, run_preview
 
 INFRA = REPO / "infra"
 POOL = "trainjobs:index:GpuNodePool"
@@ -524,9 +524,9 @@ def test_scheduled_gpu_job_manifests_pass_strict_schema_validation(profile):
 SCHEDULED_PROGRAM = """
 import dataclasses
 import pulumi
-from components.kinds.registry import JobDefinition, load_job, parse_job
-from components.deploy.component import TrainingJob
-from components.cloud.scheduling import SchedulingProfile, apply_scheduling
+from trainjobs.kinds.registry import JobDefinition, load_job, parse_job
+from trainjobs.deploy.component import TrainingJob
+from trainjobs.cloud.scheduling import SchedulingProfile, apply_scheduling
 
 profile = SchedulingProfile.from_config(pulumi.Config("trainjobs").get("gpuPool"))
 job = load_job("jobs/chainermn-gpu.yaml")

@@ -13,8 +13,9 @@ import pytest
 import yaml
 from moto import mock_aws
 
-from components.cli import main
-from components.cloud.preflight import (
+from tests.conftest import REPO
+from trainjobs.cli import main
+from trainjobs.cloud.preflight import (
     CheckResult,
     EcrImage,
     PreflightFailed,
@@ -23,9 +24,8 @@ from components.cloud.preflight import (
     run_checks,
     run_preflight,
 )
-from components.cloud.scheduling import GpuPod, SchedulingProfile
-from components.kinds.registry import load_job
-from tests.conftest import REPO
+from trainjobs.cloud.scheduling import GpuPod, SchedulingProfile
+from trainjobs.kinds.registry import load_job
 
 REGISTRY = "123456789012.dkr.ecr.us-east-1.amazonaws.com"
 IMAGE = f"{REGISTRY}/trainjobs/chainermn:7.8.1-cuda12.2"

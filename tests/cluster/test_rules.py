@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.cluster.rules import CompletionRules, Elastic, decide
-from components.cluster.status import JobStatus
+from trainjobs.cluster.rules import CompletionRules, Elastic, decide
+from trainjobs.cluster.status import JobStatus
 
 NS = "default"
 WORKERS = ("el-worker-0", "el-worker-1", "el-worker-2")

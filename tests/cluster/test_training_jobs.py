@@ -15,17 +15,17 @@ from typing import Any
 import pytest
 import yaml
 
-from components.cli import main as cli_main
-from components.cluster.errors import RetryPolicy
-from components.cluster.record import RECORD_ANNOTATION
-from components.cluster.supervisor import WatchOptions, see_through
-from components.cluster.target import WatchTarget
-from components.deploy.watch_target import watch_target
-from components.kinds.registry import parse_job
-from components.review.preview import run_preview
 from tests.conftest import REPO
 from tests.deploy.engine import Engine
 from tests.kubefake import FakeKube
+from trainjobs.cli import main as cli_main
+from trainjobs.cluster.errors import RetryPolicy
+from trainjobs.cluster.record import RECORD_ANNOTATION
+from trainjobs.cluster.supervisor import WatchOptions, see_through
+from trainjobs.cluster.target import WatchTarget
+from trainjobs.deploy.watch_target import watch_target
+from trainjobs.kinds.registry import parse_job
+from trainjobs.review.preview import run_preview
 
 NS = "default"
 FAST = RetryPolicy(

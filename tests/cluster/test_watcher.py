@@ -12,17 +12,17 @@ from typing import Any
 
 import pytest
 
-from components.cli import main as cli_main
-from components.cluster.client import load_api_client
-from components.cluster.errors import ClusterAccessError, ClusterUnreachable, RetryPolicy
-from components.cluster.outcome import Outcome
-from components.cluster.scaling import WorkerRef
-from components.cluster.status import WORKER_FAILED
-from components.cluster.supervisor import run_watch
-from components.cluster.watch import JobWatchTimeout
-from components.core.durations import format_duration, parse_duration
-from components.core.errors import UserError
 from tests.kubefake import FakeKube, running, running_fake, terminated, waiting
+from trainjobs.cli import main as cli_main
+from trainjobs.cluster.client import load_api_client
+from trainjobs.cluster.errors import ClusterAccessError, ClusterUnreachable, RetryPolicy
+from trainjobs.cluster.outcome import Outcome
+from trainjobs.cluster.scaling import WorkerRef
+from trainjobs.cluster.status import WORKER_FAILED
+from trainjobs.cluster.supervisor import run_watch
+from trainjobs.cluster.watch import JobWatchTimeout
+from trainjobs.core.durations import format_duration, parse_duration
+from trainjobs.core.errors import UserError
 
 NS = "default"
 JOB = "train-master"

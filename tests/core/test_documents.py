@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from components.cli import main
-from components.core import safe_yaml
-from components.core.documents import load_file
-from components.core.errors import SpecError
+from trainjobs.cli import main
+from trainjobs.core import safe_yaml
+from trainjobs.core.documents import load_file
+from trainjobs.core.errors import SpecError
 
 BILLION_LAUGHS = """\
 apiVersion: kubeflow.org/v1alpha1

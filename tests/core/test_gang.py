@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from components.core.graph import GraphOptions
-from components.kinds.registry import JobDefinition, parse_job
 from tests.conftest import schema_problems
+from trainjobs.core.graph import GraphOptions
+from trainjobs.kinds.registry import JobDefinition, parse_job
 
 
 def container(**resources: Any) -> dict[str, Any]:
@@ -151,7 +151,7 @@ def test_the_crd_check_refuses_a_podgroup_its_schema_does_not_allow():
 
 
 def test_the_render_command_takes_the_gang_scheduler(tmp_path: Path, capsys):
-    from components.cli import main
+    from trainjobs.cli import main
 
     spec = tmp_path / "job.yaml"
     spec.write_text(yaml.safe_dump(tfjob(None)))

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 import yaml
 
-from components.cli import main
-from components.core.jobset import QUEUE_LABEL, child_jobs, shared_env
-from components.kinds.registry import JobDefinition, parse_job
 from tests.conftest import REPO, schema_problems
 from tests.kinds.test_corpus import resolved
+from trainjobs.cli import main
+from trainjobs.core.jobset import QUEUE_LABEL, child_jobs, shared_env
+from trainjobs.kinds.registry import JobDefinition, parse_job
 
 CORPUS = REPO / "tests" / "corpus"
 KUEUE_PYTORCH = CORPUS / "pytorchjob-v1-kueue-sample-pytorchjob.yaml"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from components.cli import main
 from tests.conftest import REPO, small_tmpfs
+from trainjobs.cli import main
 
 EXAMPLE = REPO / "jobs" / "chainer-mnist.yaml"
 

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components.cli import main
-from components.core.errors import SpecError
-from components.kinds.registry import load_job
 from tests.conftest import MINIMAL_JOB
+from trainjobs.cli import main
+from trainjobs.core.errors import SpecError
+from trainjobs.kinds.registry import load_job
 
 Mutation = Callable[[dict[str, Any]], None]
 MASTER = "spec.master.template.spec"

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from components.core import quantity
+from trainjobs.core import quantity
 
 
 @pytest.mark.parametrize(

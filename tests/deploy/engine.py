@@ -7,7 +7,7 @@ following the engine and pulumi-kubernetes 4.x closely where trainjobs depends o
 - ``ignoreChanges``: the old inputs' value is put back into the new inputs before the diff
   (engine ``processIgnoreChanges``), for replacements too;
 - the diff: pulumi-kubernetes' replace-on-change table plus the resource's
-  ``replaceOnChanges`` (the offline review's model of both, `components.review.compare`);
+  ``replaceOnChanges`` (the offline review's model of both, `trainjobs.review.compare`);
 - create: a POST, not retried on AlreadyExists (await.go ``Creation``), then the await:
   ``pulumi.com/skipAwait`` returns at once, ``pulumi.com/waitFor`` evaluates its JSONPath
   on the created object, anything else is not modelled here (it would block on the Job);
@@ -29,12 +29,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from components.deploy.completion import JobCompletionProvider
-from components.review.compare import diff_resource
-from components.review.preview import PreviewResult, Registration
-from components.review.replacement import ProviderSettings
-from components.review.snapshot import Resource
 from tests.kubefake import ApiError, FakeKube
+from trainjobs.deploy.completion import JobCompletionProvider
+from trainjobs.review.compare import diff_resource
+from trainjobs.review.preview import PreviewResult, Registration
+from trainjobs.review.replacement import ProviderSettings
+from trainjobs.review.snapshot import Resource
 
 COMPLETION = "pulumi-python:dynamic/trainjobs:JobCompletion"
 PLURALS = {

@@ -23,7 +23,7 @@ from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime import proto, rpc
 from pulumi.runtime.proto import provider_pb2_grpc
 
-from components.deploy.completion import JobCompletionProvider
+from trainjobs.deploy.completion import JobCompletionProvider
 
 URN = "urn:pulumi:test::trainjobs::pulumi-python:dynamic/trainjobs:JobCompletion::completion"
 

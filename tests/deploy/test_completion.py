@@ -17,20 +17,20 @@ import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime import mocks, rpc, settings
 
-from components.cluster.record import RECORD_ANNOTATION
-from components.cluster.rules import CompletionRules
-from components.cluster.scaling import WorkerRef
-from components.cluster.target import WatchTarget
-from components.core.errors import UserError
-from components.deploy.completion import (
+from tests.conftest import REPO
+from tests.kubefake import FakeKube, running_fake, terminated
+from trainjobs.cluster.record import RECORD_ANNOTATION
+from trainjobs.cluster.rules import CompletionRules
+from trainjobs.cluster.scaling import WorkerRef
+from trainjobs.cluster.target import WatchTarget
+from trainjobs.core.errors import UserError
+from trainjobs.deploy.completion import (
     JobCompletion,
     JobCompletionProvider,
     JobFailedError,
     WatchedJob,
     WatchSettings,
 )
-from tests.conftest import REPO
-from tests.kubefake import FakeKube, running_fake, terminated
 
 NS = "default"
 JOB = "train-master"
@@ -449,7 +449,38 @@ def test_provider_unpickles_and_works_in_a_fresh_process_elsewhere(tmp_path: Pat
     )
 
     assert json.loads(done.stdout) == {
-        "class": "components.deploy.completion.JobCompletionProvider",
+        "class": "trainjobs.deploy.completion.JobCompletionProvider",
+        "failures": [["timeout_seconds", "must be a positive number of seconds, not 0"]],
+        "replaces": ["context"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("module", "loaded"),
+    [
+        ("components.completion", "trainjobs.deploy.completion"),
+        ("components.deploy.completion", "components.deploy.completion"),
+    ],
+)
+def test_a_provider_stored_under_an_earlier_import_path_still_unpickles(
+    module: str, loaded: str
+) -> None:
+    # Stacks deployed before the package was imported as `trainjobs` stored the provider by
+    # reference under these paths; refresh and delete unpickle that stored copy, from the
+    # project directory (the dynamic provider host runs there, with it on sys.path).
+    stored = base64.b64encode(f"c{module}\nJobCompletionProvider\n)\x81.".encode("latin-1"))
+
+    done = subprocess.run(
+        [sys.executable, "-c", UNPICKLE_AND_CALL],
+        input=stored.decode(),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+    assert json.loads(done.stdout) == {
+        "class": f"{loaded}.JobCompletionProvider",
         "failures": [["timeout_seconds", "must be a positive number of seconds, not 0"]],
         "replaces": ["context"],
     }
@@ -458,7 +489,7 @@ def test_provider_unpickles_and_works_in_a_fresh_process_elsewhere(tmp_path: Pat
 def test_provider_is_pickled_by_reference_not_by_value() -> None:
     pickled = base64.b64decode(serialize_provider(JobCompletionProvider()))
 
-    assert b"components.deploy.completion" in pickled
+    assert b"trainjobs.deploy.completion" in pickled
     assert len(pickled) < 200  # a class reference, no captured code or clients
 
 

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 import yaml
 
-from components.deploy.completion import JobFailedError
-from components.review.preview import PreviewResult, run_preview
 from tests.conftest import REPO
 from tests.deploy.engine import Engine, EngineError
 from tests.kubefake import FakeKube
+from trainjobs.deploy.completion import JobFailedError
+from trainjobs.review.preview import PreviewResult, run_preview
 
 NS = "default"
 LIFECYCLE_SECONDS = 20

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.cli import main
-from components.cluster.target import WatchTarget
-from components.core.errors import UserError
-from components.review.preview import PreviewResult, Registration, run_preview
 from tests.conftest import REPO
+from trainjobs.cli import main
+from trainjobs.cluster.target import WatchTarget
+from trainjobs.core.errors import UserError
+from trainjobs.review.preview import PreviewResult, Registration, run_preview
 
 CHAINER = "trainjobs:index:ChainerJob"
 COMPLETION = "pulumi-python:dynamic/trainjobs:JobCompletion"

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from components.cluster.rules import CompletionRules
-from components.cluster.scaling import WorkerRef
-from components.cluster.target import WatchTarget
 from tests.conftest import REPO
 from tests.deploy.host import provider_host
 from tests.kubefake import FakeKube
+from trainjobs.cluster.rules import CompletionRules
+from trainjobs.cluster.scaling import WorkerRef
+from trainjobs.cluster.target import WatchTarget
 
 NS = "default"
 JOBS = 6

@@ -11,14 +11,14 @@ import pulumi
 import pytest
 from pulumi.runtime import mocks, rpc, settings
 
-from components.cli import main
-from components.core.errors import UserError
-from components.core.graph import GraphOptions
-from components.deploy.component import TrainingJob
-from components.deploy.program import StackSettings
-from components.kinds.registry import load_job
-from components.review.preview import run_preview
 from tests.conftest import REPO
+from trainjobs.cli import main
+from trainjobs.core.errors import UserError
+from trainjobs.core.graph import GraphOptions
+from trainjobs.deploy.component import TrainingJob
+from trainjobs.deploy.program import StackSettings
+from trainjobs.kinds.registry import load_job
+from trainjobs.review.preview import run_preview
 
 PRIVATE = (
     "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE=\n-----END OPENSSH PRIVATE KEY-----\n"

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from components.cli import main
-from components.core.errors import UserError
-from components.engines import owners, settings
-from components.engines.docker import Docker
-from components.engines.engine import (
+from tests.conftest import REPO
+from trainjobs.cli import main
+from trainjobs.core.errors import UserError
+from trainjobs.engines import owners, settings
+from trainjobs.engines.docker import Docker
+from trainjobs.engines.engine import (
     OWNER_LABEL,
     RUN_LABEL,
     BuildRequest,
@@ -29,8 +30,7 @@ from components.engines.engine import (
     available_engines,
     find_engine,
 )
-from components.engines.podman import Podman
-from tests.conftest import REPO
+from trainjobs.engines.podman import Podman
 
 REQUEST = ContainerRequest(
     name="tj-1-pod-main",

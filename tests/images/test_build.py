@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from components.cli import main
-from components.core.errors import UserError
-from components.engines.engine import RECIPE_LABEL, available_engines
-from components.images import kubectl_stand_in
-from components.images.build_settings import BuildSettings
-from components.images.builder import cpu_images, saved_settings
-from components.images.catalogue import IMAGES
-from components.images.dockerfiles import recipe_hash
-from components.images.host_config import deb822_sources, debian_mirrors, one_line_sources
+from trainjobs.cli import main
+from trainjobs.core.errors import UserError
+from trainjobs.engines.engine import RECIPE_LABEL, available_engines
+from trainjobs.images import kubectl_stand_in
+from trainjobs.images.build_settings import BuildSettings
+from trainjobs.images.builder import cpu_images, saved_settings
+from trainjobs.images.catalogue import IMAGES
+from trainjobs.images.dockerfiles import recipe_hash
+from trainjobs.images.host_config import deb822_sources, debian_mirrors, one_line_sources
 
 CHAINERMN_CPU = IMAGES["trainjobs/chainermn:7.8.1"]
 PYTORCH_CPU = IMAGES["trainjobs/pytorch:2.13.0-cpu"]

@@ -22,24 +22,24 @@ import pytest
 import yaml
 from pulumi.runtime import mocks, rpc, settings
 
-from components.cli import main
-from components.cloud.instances import INSTANCE_TYPES
-from components.cloud.scheduling import SchedulingProfile, apply_scheduling
-from components.core.documents import load_file
-from components.core.errors import ConfigError, UserError
-from components.core.graph import DEFAULT_KUBECTL_IMAGE
-from components.deploy.component import TrainingJob
-from components.images import dockerfiles
-from components.images.catalogue import IMAGES, declared_image
-from components.images.compatibility import compatibility_problems
-from components.images.cuda_image import CudaImage, image_tag
-from components.images.declarations import CudaBase, DebianBase, Image, ImageError
-from components.images.gpu_support import MIN_CUDA, check_images_on_pool, cuda_problems
-from components.images.pinning import image_pins_from_config, pin_images
-from components.images.references import is_digest_pinned
-from components.kinds.registry import JobDefinition, load_job, parse_job
-from components.review.preview import run_preview
 from tests.conftest import REPO, schema_problems
+from trainjobs.cli import main
+from trainjobs.cloud.instances import INSTANCE_TYPES
+from trainjobs.cloud.scheduling import SchedulingProfile, apply_scheduling
+from trainjobs.core.documents import load_file
+from trainjobs.core.errors import ConfigError, UserError
+from trainjobs.core.graph import DEFAULT_KUBECTL_IMAGE
+from trainjobs.deploy.component import TrainingJob
+from trainjobs.images import dockerfiles
+from trainjobs.images.catalogue import IMAGES, declared_image
+from trainjobs.images.compatibility import compatibility_problems
+from trainjobs.images.cuda_image import CudaImage, image_tag
+from trainjobs.images.declarations import CudaBase, DebianBase, Image, ImageError
+from trainjobs.images.gpu_support import MIN_CUDA, check_images_on_pool, cuda_problems
+from trainjobs.images.pinning import image_pins_from_config, pin_images
+from trainjobs.images.references import is_digest_pinned
+from trainjobs.kinds.registry import JobDefinition, load_job, parse_job
+from trainjobs.review.preview import run_preview
 
 CHAINER = "trainjobs/chainer:7.8.1-cuda12.2"
 CHAINERMN = "trainjobs/chainermn:7.8.1-cuda12.2"
@@ -965,7 +965,7 @@ def test_a_prebuilt_tag_outside_ecr_is_refused_before_anything_is_registered(mon
 
 
 def test_a_stale_dockerfile_is_refused_before_anything_is_registered(monitor, monkeypatch):
-    monkeypatch.setattr("components.images.cuda_image.render", lambda image: "FROM scratch\n")
+    monkeypatch.setattr("trainjobs.images.cuda_image.render", lambda image: "FROM scratch\n")
     with pytest.raises(UserError) as raised:
         CudaImage("chainermn", IMAGES[CHAINERMN])
     assert str(raised.value) == (
@@ -1000,7 +1000,7 @@ def test_a_job_using_the_built_image_runs_it_by_digest_in_every_container(monito
 
 
 IMAGES_PROGRAM = """
-from components.images.cuda_image import images_from_config
+from trainjobs.images.cuda_image import images_from_config
 
 images_from_config()
 """

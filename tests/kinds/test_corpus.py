@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components.cli import main
-from components.core.jobset import child_jobs
-from components.kinds.registry import JobDefinition, load_job
 from tests.conftest import REPO, schema_problems
+from trainjobs.cli import main
+from trainjobs.core.jobset import child_jobs
+from trainjobs.kinds.registry import JobDefinition, load_job
 
 CORPUS = REPO / "tests" / "corpus"
 FILES = sorted(CORPUS.glob("*.yaml"))

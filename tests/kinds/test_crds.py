@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from components.cli import main
-from components.kinds import crds
 from tests.conftest import REPO
+from trainjobs.cli import main
+from trainjobs.kinds import crds
 
 
 def test_checked_in_crds_match_the_models():

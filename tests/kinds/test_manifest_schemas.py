@@ -10,12 +10,6 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.cli import main
-from components.core.graph import MPI_TRANSPORTS, GraphOptions
-from components.core.jobset import child_jobs
-from components.kinds.chainer import spec as chainer_spec
-from components.kinds.chainer.graph import build_graph
-from components.kinds.registry import load_job
 from tests.conftest import (
     JOB_FIELDS_OFF_AT_MINIMUM,
     KUBERNETES_VERSIONS,
@@ -24,6 +18,12 @@ from tests.conftest import (
     schema_problems,
 )
 from tests.kinds.test_corpus import RENDERED
+from trainjobs.cli import main
+from trainjobs.core.graph import MPI_TRANSPORTS, GraphOptions
+from trainjobs.core.jobset import child_jobs
+from trainjobs.kinds.chainer import spec as chainer_spec
+from trainjobs.kinds.chainer.graph import build_graph
+from trainjobs.kinds.registry import load_job
 
 
 def written_manifests(directory: Path) -> list[dict]:

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from components.local import network
-from components.local.kubectl import REGISTRY_ENV
 from tests.conftest import REPO
+from trainjobs.local import network
+from trainjobs.local.kubectl import REGISTRY_ENV
 
 needs_open_mpi = pytest.mark.skipif(
     shutil.which("mpiexec") is None, reason="needs Debian's openmpi-bin (make system-deps)"
@@ -44,7 +44,7 @@ class Run:
         on_line: Callable[[str, subprocess.Popen[str]], None] | None = None,
     ) -> None:
         self.run_dir = run_dir
-        command = [sys.executable, "-m", "components.cli", "run", str(job), "--run-dir"]
+        command = [sys.executable, "-m", "trainjobs.cli", "run", str(job), "--run-dir"]
         process = subprocess.Popen(
             [*command, str(run_dir), *flags],
             cwd=REPO,
@@ -131,7 +131,7 @@ def sigkill_run_at(job: Path, run_dir: Path, marker: str, *flags: str) -> None:
         [
             sys.executable,
             "-m",
-            "components.cli",
+            "trainjobs.cli",
             "run",
             str(job),
             "--run-dir",

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from components.core.errors import UserError
-from components.kinds.registry import parse_job
-from components.local.containers import Mapping, PathMap, materialise_config_map
-from components.local.files import inside, new_run_directory, write_private
-from components.local.pods import pod_processes
-from components.local.runtime import RunOptions, run_job
 from tests.local.runs import needs_open_mpi, needs_pod_network
+from trainjobs.core.errors import UserError
+from trainjobs.kinds.registry import parse_job
+from trainjobs.local.containers import Mapping, PathMap, materialise_config_map
+from trainjobs.local.files import inside, new_run_directory, write_private
+from trainjobs.local.pods import pod_processes
+from trainjobs.local.runtime import RunOptions, run_job
 
 
 def test_inside_accepts_paths_below_the_base(tmp_path):

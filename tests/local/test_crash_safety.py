@@ -17,9 +17,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.cli import main
-from components.local import ledger
-from components.local.pods import LogSink
 from tests.conftest import REPO, small_tmpfs
 from tests.local.runs import (
     Run,
@@ -29,9 +26,12 @@ from tests.local.runs import (
     needs_pod_network,
     sigkill_run_at,
 )
+from trainjobs.cli import main
+from trainjobs.local import ledger
+from trainjobs.local.pods import LogSink
 
 DISTRIBUTED = REPO / "jobs" / "chainermn-mnist.yaml"
-TRAINJOBS = [sys.executable, "-m", "components.cli"]
+TRAINJOBS = [sys.executable, "-m", "trainjobs.cli"]
 TRAINING = "[killed-master] epoch 1/"
 """The long job's first epoch: the runtime is SIGKILLed once it trains."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from components.local.pod_run import LocalPod, stop_pods
+from trainjobs.local.pod_run import LocalPod, stop_pods
 
 
 class FakePod(LocalPod):

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 import yaml
 
-from components.kinds.registry import load_job, parse_job
-from components.local import network
-from components.local.cluster import plan_cluster
-from components.local.kubectl import REGISTRY_ENV
 from tests.conftest import REPO
 from tests.local.runs import Run, leaks
+from trainjobs.kinds.registry import load_job, parse_job
+from trainjobs.local import network
+from trainjobs.local.cluster import plan_cluster
+from trainjobs.local.kubectl import REGISTRY_ENV
 
 PYTORCH_EXAMPLE = REPO / "jobs" / "pytorch-mnist.yaml"
 TF_EXAMPLE = REPO / "jobs" / "tf-mnist.yaml"

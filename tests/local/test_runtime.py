@@ -21,15 +21,6 @@ from typing import Any
 import pytest
 import yaml
 
-from components.cli import main
-from components.core.errors import UserError
-from components.images import catalogue
-from components.images.declarations import Image
-from components.kinds.registry import load_job, parse_job
-from components.local import network
-from components.local.cluster import plan_cluster
-from components.local.containers import Mapping, PathMap, expand_variables
-from components.local.kubectl import POD_ENV, REGISTRY_ENV
 from tests.conftest import REPO
 from tests.local.runs import (
     Run,
@@ -39,6 +30,15 @@ from tests.local.runs import (
     needs_pod_network,
     without_launcher_race,
 )
+from trainjobs.cli import main
+from trainjobs.core.errors import UserError
+from trainjobs.images import catalogue
+from trainjobs.images.declarations import Image
+from trainjobs.kinds.registry import load_job, parse_job
+from trainjobs.local import network
+from trainjobs.local.cluster import plan_cluster
+from trainjobs.local.containers import Mapping, PathMap, expand_variables
+from trainjobs.local.kubectl import POD_ENV, REGISTRY_ENV
 
 DISTRIBUTED = REPO / "jobs" / "chainermn-mnist.yaml"
 SINGLE = REPO / "jobs" / "chainer-mnist.yaml"

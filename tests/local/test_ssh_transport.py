@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
-from components.core.errors import EnvironmentFailure, UserError
-from components.core.graph import GraphOptions
-from components.kinds.registry import parse_job
-from components.local import ssh as local_ssh
-from components.local.runtime import RunOptions, run_job
 from tests.conftest import REPO
 from tests.local.runs import Run, final_accuracy, leaks, needs_pod_network
+from trainjobs.core.errors import EnvironmentFailure, UserError
+from trainjobs.core.graph import GraphOptions
+from trainjobs.kinds.registry import parse_job
+from trainjobs.local import ssh as local_ssh
+from trainjobs.local.runtime import RunOptions, run_job
 
 EXAMPLE = REPO / "jobs" / "chainermn-mnist.yaml"
 IMAGE = "trainjobs/chainermn:7.8.1"

@@ -12,18 +12,18 @@ from typing import Any
 import pytest
 import yaml
 
-from components.cli import main
-from components.core.graph import DEFAULT_KUBECTL_IMAGE
-from components.deploy.component import JOB_IMMUTABLE_FIELDS
-from components.deploy.watch_target import run_key
-from components.kinds.registry import parse_job
-from components.review.compare import Comparison, compare
-from components.review.properties import apply_ignore_changes, format_path
-from components.review.replacement import REPLACE_ON_CHANGE, ProviderSettings
-from components.review.report import render
-from components.review.snapshot import Resource, Snapshot, load_preview
 from tests.conftest import REPO
 from tests.kubefake import JOB_IMMUTABLE
+from trainjobs.cli import main
+from trainjobs.core.graph import DEFAULT_KUBECTL_IMAGE
+from trainjobs.deploy.component import JOB_IMMUTABLE_FIELDS
+from trainjobs.deploy.watch_target import run_key
+from trainjobs.kinds.registry import parse_job
+from trainjobs.review.compare import Comparison, compare
+from trainjobs.review.properties import apply_ignore_changes, format_path
+from trainjobs.review.replacement import REPLACE_ON_CHANGE, ProviderSettings
+from trainjobs.review.report import render
+from trainjobs.review.snapshot import Resource, Snapshot, load_preview
 
 IMAGE = "trainjobs/chainermn:7.8.1"
 NEW_IMAGE = "trainjobs/chainermn:7.9.0"
@@ -666,8 +666,8 @@ def test_secret_values_never_appear_in_a_diff():
 
 
 def test_the_watchers_replace_rules_match_its_provider():
-    from components.deploy.completion import REPLACE_ON
-    from components.review.replacement import DYNAMIC_REPLACE_ON
+    from trainjobs.deploy.completion import REPLACE_ON
+    from trainjobs.review.replacement import DYNAMIC_REPLACE_ON
 
     assert DYNAMIC_REPLACE_ON["pulumi-python:dynamic/trainjobs:JobCompletion"] == REPLACE_ON
 

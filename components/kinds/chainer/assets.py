@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import shlex
 
-from components.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS
-from components.kinds.chainer.spec import ChainerJobPlan
+from trainjobs.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS
+from trainjobs.kinds.chainer.spec import ChainerJobPlan
 
 ASSETS_DIR = "/etc/trainjobs"
 KUBEXEC = f"{ASSETS_DIR}/kubexec.sh"

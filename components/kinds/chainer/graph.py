@@ -5,7 +5,7 @@ starts its daemons on the workers through the generated rsh agent, which uses ``
 exec``; workers only sleep as exec targets. An init container on the master waits until
 every worker answers an exec round trip, so nothing else has to watch for readiness.
 
-With the ssh transport (:mod:`components.kinds.chainer.ssh_assets`) the RBAC objects give way
+With the ssh transport (:mod:`trainjobs.kinds.chainer.ssh_assets`) the RBAC objects give way
 to the job's ssh-auth Secret: workers run sshd, the rsh agent is ssh, and the waiter's round
 trip goes over ssh, from the master's own image (which carries the ssh client mpiexec uses).
 """
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import copy
 
-from components.core.graph import Graph, GraphOptions, Manifest, Node
-from components.core.labels import JOB_ROLE, REPLICA_TYPE, WORKER_SET, common_labels, metadata
-from components.core.pod_template import default_field, main_container, with_env
-from components.kinds.chainer import assets, ssh_assets
-from components.kinds.chainer.spec import KIND, ChainerJobPlan, WorkerGroup
+from trainjobs.core.graph import Graph, GraphOptions, Manifest, Node
+from trainjobs.core.labels import JOB_ROLE, REPLICA_TYPE, WORKER_SET, common_labels, metadata
+from trainjobs.core.pod_template import default_field, main_container, with_env
+from trainjobs.kinds.chainer import assets, ssh_assets
+from trainjobs.kinds.chainer.spec import KIND, ChainerJobPlan, WorkerGroup
 
 ASSETS_VOLUME = "trainjobs-assets"
 KUBECTL_VOLUME = "trainjobs-kubectl"

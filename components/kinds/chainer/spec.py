@@ -21,15 +21,15 @@ from typing import Any
 
 from pydantic import Field, ValidationError, field_validator
 
-from components.core import quantity
-from components.core.bounds import INT32_MAX, replicas_problem, total_pods_problem
-from components.core.documents import load_file
-from components.core.errors import Problem, SpecError
-from components.core.job_document import metadata_problems
-from components.core.models import ObjectMeta, problem_from_pydantic
-from components.core.names import DNS1123_LABEL, JobNames, check_name_limits
-from components.core.pod_template import GPU_RESOURCE, PodTemplate, check_pod_template
-from components.core.spec_model import SpecModel, unknown_fields
+from trainjobs.core import quantity
+from trainjobs.core.bounds import INT32_MAX, replicas_problem, total_pods_problem
+from trainjobs.core.documents import load_file
+from trainjobs.core.errors import Problem, SpecError
+from trainjobs.core.job_document import metadata_problems
+from trainjobs.core.models import ObjectMeta, problem_from_pydantic
+from trainjobs.core.names import DNS1123_LABEL, JobNames, check_name_limits
+from trainjobs.core.pod_template import GPU_RESOURCE, PodTemplate, check_pod_template
+from trainjobs.core.spec_model import SpecModel, unknown_fields
 
 API_VERSION = "kubeflow.org/v1alpha1"
 KIND = "ChainerJob"

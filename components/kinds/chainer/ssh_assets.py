@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import shlex
 
-from components.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS, Manifest
-from components.core.labels import metadata
-from components.kinds.chainer.assets import (
+from trainjobs.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS, Manifest
+from trainjobs.core.labels import metadata
+from trainjobs.kinds.chainer.assets import (
     ASSETS_DIR,
     READY_MARKER,
     hostfile_line,
     waiter_decision,
 )
-from components.kinds.chainer.spec import ChainerJobPlan
+from trainjobs.kinds.chainer.spec import ChainerJobPlan
 
 SSH_DIR = "/etc/trainjobs-ssh"
 """Where the job's Secret is mounted (read-only): the key pair and known_hosts."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.core.graph import Manifest
+from trainjobs.core.graph import Manifest
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,10 @@ from typing import Any
 
 from pydantic import Field, SkipValidation
 
-from components.core.errors import Problem, SpecError
-from components.core.graph import GraphOptions, Manifest
-from components.core.job_document import read_envelope, validate_section
-from components.core.replica_spec import (
+from trainjobs.core.errors import Problem, SpecError
+from trainjobs.core.graph import GraphOptions, Manifest
+from trainjobs.core.job_document import read_envelope, validate_section
+from trainjobs.core.replica_spec import (
     ReplicaGroup,
     ReplicaJobPlan,
     ReplicaSpec,
@@ -44,9 +44,9 @@ from components.core.replica_spec import (
     template_restart_warning,
     v1alpha1_restart,
 )
-from components.core.spec_model import SpecModel, unknown_fields
-from components.kinds.pytorch.env import Elastic, legacy_env, v1_env
-from components.kinds.tensorflow.tf_config import cluster_spec, tf_config
+from trainjobs.core.spec_model import SpecModel, unknown_fields
+from trainjobs.kinds.pytorch.env import Elastic, legacy_env, v1_env
+from trainjobs.kinds.tensorflow.tf_config import cluster_spec, tf_config
 
 KIND = "PyTorchJob"
 VERSIONS = ("v1alpha1", "v1alpha2", "v1beta1", "v1beta2", "v1")

@@ -10,8 +10,8 @@ names, so it works for every TensorFlow from 1.x to 2.x.
 
 from __future__ import annotations
 
-from components.core.graph import Manifest
-from components.core.replica_graph import ASSETS_DIR, ASSETS_VOLUME
+from trainjobs.core.graph import Manifest
+from trainjobs.core.replica_graph import ASSETS_DIR, ASSETS_VOLUME
 
 DEFAULT_IMAGE = "tensorflow/tensorflow:1.15.5-py3"
 SCRIPT = "tf_server.py"

@@ -20,10 +20,10 @@ from typing import Any
 
 from pydantic import Field, SkipValidation
 
-from components.core.errors import Problem, SpecError
-from components.core.graph import GraphOptions, Manifest
-from components.core.job_document import read_envelope, validate_section
-from components.core.replica_spec import (
+from trainjobs.core.errors import Problem, SpecError
+from trainjobs.core.graph import GraphOptions, Manifest
+from trainjobs.core.job_document import read_envelope, validate_section
+from trainjobs.core.replica_spec import (
     ReplicaGroup,
     ReplicaJobPlan,
     ReplicaSpec,
@@ -45,9 +45,9 @@ from components.core.replica_spec import (
     template_restart_warning,
     v1alpha1_restart,
 )
-from components.core.spec_model import SpecModel, unknown_fields
-from components.kinds.tensorflow import parameter_server
-from components.kinds.tensorflow.tf_config import (
+from trainjobs.core.spec_model import SpecModel, unknown_fields
+from trainjobs.kinds.tensorflow import parameter_server
+from trainjobs.kinds.tensorflow.tf_config import (
     CLUSTER_TYPES_BEFORE_V1,
     cluster_spec,
     sparse_tf_config,

@@ -1,11 +1,11 @@
 """The API-server stand-in of a container run: the two kubectl calls the assets make.
 
 Each pod with a service account token mounted gets its own unix socket, mounted into its
-containers where the token would be (:mod:`components.local.container.kubectl` is the client).
+containers where the token would be (:mod:`trainjobs.local.container.kubectl` is the client).
 The socket a call arrives on says which pod calls, so identity cannot be claimed: the pod's
 service account is checked against the job's Role (the grants of
-:mod:`components.local.cluster`), with the API server's Forbidden message, exactly as the
-process runtime's stand-in does (:mod:`components.local.kubectl`), counting every request in
+:mod:`trainjobs.local.cluster`), with the API server's Forbidden message, exactly as the
+process runtime's stand-in does (:mod:`trainjobs.local.kubectl`), counting every request in
 the run's ``api-calls.log`` as it does.
 
 - ``get pod POD -o jsonpath={.status.phase}``: the pod's phase, on the caller's stdout;
@@ -27,13 +27,13 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from components.local.container.kubectl import SOCKET_NAME, decode
-from components.local.files import open_log
-from components.local.kubectl import CALLS_LOG, PROGRAM, USAGE, parse_call
+from trainjobs.local.container.kubectl import SOCKET_NAME, decode
+from trainjobs.local.files import open_log
+from trainjobs.local.kubectl import CALLS_LOG, PROGRAM, USAGE, parse_call
 
 if TYPE_CHECKING:
-    from components.local.container.pod import ContainerPodRun
-    from components.local.container.runtime import ContainerRun
+    from trainjobs.local.container.pod import ContainerPodRun
+    from trainjobs.local.container.runtime import ContainerRun
 
 _MAX_REQUEST = 1 << 20
 

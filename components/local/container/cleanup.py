@@ -1,10 +1,10 @@
 """What killed container runs left on the engine: their pods and networks, removed.
 
 A container run records each engine pod and network in its ledger before creating it
-(:mod:`components.local.ledger`); the cleaners here remove what a dead run's ledger lists,
+(:mod:`trainjobs.local.ledger`); the cleaners here remove what a dead run's ledger lists,
 as ``trainjobs clean`` and every run's start do for all of a killed run's resources.
 
-Every object also carries :data:`~components.engines.engine.OWNER_LABEL`: the ledgers live on
+Every object also carries :data:`~trainjobs.engines.engine.OWNER_LABEL`: the ledgers live on
 a tmpfs that a reboot empties, while the engine keeps stopped pods and networks, so
 :func:`remove_stale` also removes any object whose owner process is gone (another boot's
 owner is). Runs still going (this machine's other runs) are left alone either way.
@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from components.engines.engine import OWNER_LABEL, RUN_LABEL, Engine, adapter
-from components.engines.owners import owner_alive
-from components.local.ledger import resource_kind
+from trainjobs.engines.engine import OWNER_LABEL, RUN_LABEL, Engine, adapter
+from trainjobs.engines.owners import owner_alive
+from trainjobs.local.ledger import resource_kind
 
 
 def remove_stale(engine: Engine) -> list[str]:

@@ -14,14 +14,14 @@ here (GPU pods) never start, so their images are not needed.
 
 from __future__ import annotations
 
-from components.core.errors import UserError
-from components.core.graph import DEFAULT_KUBECTL_IMAGE
-from components.engines.engine import Engine
-from components.images import kubectl_stand_in
-from components.images.builder import Say, ensure, saved_settings
-from components.images.catalogue import IMAGES
-from components.images.local_images import prepare
-from components.local.cluster import ClusterPlan
+from trainjobs.core.errors import UserError
+from trainjobs.core.graph import DEFAULT_KUBECTL_IMAGE
+from trainjobs.engines.engine import Engine
+from trainjobs.images import kubectl_stand_in
+from trainjobs.images.builder import Say, ensure, saved_settings
+from trainjobs.images.catalogue import IMAGES
+from trainjobs.images.local_images import prepare
+from trainjobs.local.cluster import ClusterPlan
 
 
 def local_images(

@@ -3,7 +3,7 @@
 
 In a container run (``trainjobs run --runtime container``) kubectl runs inside a container,
 where the other pods are out of reach, so it does what the real kubectl does: it sends the
-call to an API server, here the run's stand-in (:mod:`components.local.container.api`), over
+call to an API server, here the run's stand-in (:mod:`trainjobs.local.container.api`), over
 the unix socket mounted where Kubernetes mounts a pod's service account token
 (``/var/run/secrets/kubernetes.io/serviceaccount``): a pod without a token has no socket
 and so no credentials. It passes its own stdin, stdout and stderr with the call

@@ -5,7 +5,7 @@ machine) with its own /24 of 198.18.0.0/15; the engine gives the host bridge the
 address ``.1`` (so, unlike the process runtime's pods, containers reach services listening on
 all of the host's addresses) and pods take the next addresses. Names resolve as in the process
 runtime, from the same hosts file and ``resolv.conf``
-(:func:`components.local.network.hosts_file`), bind-mounted over every container's own, so the
+(:func:`trainjobs.local.network.hosts_file`), bind-mounted over every container's own, so the
 cluster-DNS forms (``<pod>.<subdomain>.<ns>.svc``, Service names) are the same and the
 engine's DNS is not used.
 """
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from components.core.errors import UserError
-from components.engines.engine import RUN_LABEL, Engine
-from components.local.ledger import Ledger
-from components.local.network import POD_SUBNETS, PodHost, PodName, hosts_file, resolv_conf
+from trainjobs.core.errors import UserError
+from trainjobs.engines.engine import RUN_LABEL, Engine
+from trainjobs.local.ledger import Ledger
+from trainjobs.local.network import POD_SUBNETS, PodHost, PodName, hosts_file, resolv_conf
 
 NETWORK_PREFIX = "tj-"
 _MAX_PODS = 252

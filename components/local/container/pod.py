@@ -14,8 +14,8 @@ What a pod template becomes on the engine, as the kubelet would make it:
   it) and ``emptyDir`` (an empty directory every container may write, fresh for each new pod),
   bind-mounted from the pod's directory in the run directory, ``subPath`` and ``readOnly`` kept;
 - the pod's service account: with a token mounted, the API stand-in's socket appears where the
-  token would (:mod:`components.local.container.kubectl`); without one, nothing does;
-- ``/etc/hosts`` and ``/etc/resolv.conf``: the run's (:mod:`components.local.container.network`).
+  token would (:mod:`trainjobs.local.container.kubectl`); without one, nothing does;
+- ``/etc/hosts`` and ``/etc/resolv.conf``: the run's (:mod:`trainjobs.local.container.network`).
 
 Not reproduced: resource limits and requests (GPUs aside: such pods stay Pending), probes,
 other volume types and env sources (refused up front, naming the field).
@@ -26,19 +26,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from components.core.errors import UserError
-from components.engines.engine import ContainerRequest, Mount, PodRequest
-from components.engines.owners import start_time
-from components.local import containers
-from components.local.cluster import PodPlan
-from components.local.container.kubectl import SERVICE_ACCOUNT_DIR
-from components.local.files import inside, write_private
-from components.local.network import PodHost
-from components.local.pod_run import SHARED_CORES_ENV, LocalPod
-from components.local.pods import ContainerProcess, ProcessSpec
+from trainjobs.core.errors import UserError
+from trainjobs.engines.engine import ContainerRequest, Mount, PodRequest
+from trainjobs.engines.owners import start_time
+from trainjobs.local import containers
+from trainjobs.local.cluster import PodPlan
+from trainjobs.local.container.kubectl import SERVICE_ACCOUNT_DIR
+from trainjobs.local.files import inside, write_private
+from trainjobs.local.network import PodHost
+from trainjobs.local.pod_run import SHARED_CORES_ENV, LocalPod
+from trainjobs.local.pods import ContainerProcess, ProcessSpec
 
 if TYPE_CHECKING:
-    from components.local.container.runtime import ContainerRun
+    from trainjobs.local.container.runtime import ContainerRun
 
 
 class PodSandbox:
@@ -57,7 +57,7 @@ class PodSandbox:
 
 
 class ContainerPodRun(LocalPod):
-    """One pod on the engine, with the interface :class:`~components.local.job_run.JobRun`
+    """One pod on the engine, with the interface :class:`~trainjobs.local.job_run.JobRun`
     and the run drive (create, start, finish, stop) that the process runtime's pods have."""
 
     run: ContainerRun

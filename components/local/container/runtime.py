@@ -1,12 +1,12 @@
 """A container run: the process runtime's run, with each pod a real pod on a container engine.
 
 Everything that decides the job is shared with the process runtime
-(:class:`components.local.runtime.Run`: Job and StatefulSet semantics, retries, deadline,
+(:class:`trainjobs.local.runtime.Run`: Job and StatefulSet semantics, retries, deadline,
 outcome, logs, ``summary.json``, the scale-to-0, signals); this run differs only in what a
 pod and the network are (:mod:`.pod`, :mod:`.network`) and in the exec path (:mod:`.api`).
 
 Crash safety: every pod, container and network the run creates carries the run's id and its
-owner (this process, :mod:`components.engines.owners`) as labels the engine stores with the
+owner (this process, :mod:`trainjobs.engines.owners`) as labels the engine stores with the
 object in the same call that creates it, so nothing of a run exists unrecorded. A run that is
 killed (SIGKILL) leaves them behind with an owner that is gone; the next container run, or
 ``trainjobs clean``, removes them (:mod:`.cleanup`) and says so.
@@ -17,19 +17,19 @@ from __future__ import annotations
 import shutil
 import sys
 
-from components.core.errors import UserError
-from components.engines.engine import OWNER_LABEL, RUN_LABEL, Engine, find_engine
-from components.engines.owners import owner_token
-from components.kinds.registry import JobDefinition
-from components.local.cluster import ClusterPlan, PodPlan
-from components.local.container.api import ApiServer
-from components.local.container.cleanup import remove_stale
-from components.local.container.images import local_images
-from components.local.container.network import ContainerNetwork
-from components.local.container.pod import ContainerPodRun
-from components.local.network import PodHost, PodName
-from components.local.results import RunResult
-from components.local.runtime import Run, RunOptions, clean_up_after_killed_runs
+from trainjobs.core.errors import UserError
+from trainjobs.engines.engine import OWNER_LABEL, RUN_LABEL, Engine, find_engine
+from trainjobs.engines.owners import owner_token
+from trainjobs.kinds.registry import JobDefinition
+from trainjobs.local.cluster import ClusterPlan, PodPlan
+from trainjobs.local.container.api import ApiServer
+from trainjobs.local.container.cleanup import remove_stale
+from trainjobs.local.container.images import local_images
+from trainjobs.local.container.network import ContainerNetwork
+from trainjobs.local.container.pod import ContainerPodRun
+from trainjobs.local.network import PodHost, PodName
+from trainjobs.local.results import RunResult
+from trainjobs.local.runtime import Run, RunOptions, clean_up_after_killed_runs
 
 
 class ContainerRun(Run):

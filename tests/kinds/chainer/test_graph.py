@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from components.core.graph import Graph, GraphOptions
-from components.kinds.chainer import spec as chainer_spec
-from components.kinds.chainer.graph import WORKER_COMMAND, build_graph
+from trainjobs.core.graph import Graph, GraphOptions
+from trainjobs.kinds.chainer import spec as chainer_spec
+from trainjobs.kinds.chainer.graph import WORKER_COMMAND, build_graph
 
 
 def graph_of(document: dict[str, Any], options: GraphOptions | None = None) -> Graph:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components.cli import main
 from tests.conftest import MINIMAL_JOB
+from trainjobs.cli import main
 
 Mutation = Callable[[dict[str, Any]], None]
 

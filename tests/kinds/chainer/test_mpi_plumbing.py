@@ -24,13 +24,13 @@ from typing import Any
 
 import pytest
 
-from components.kinds.registry import parse_job
-from components.local import network
-from components.local.kubectl import POD_ENV, REGISTRY_ENV
-from components.local.pods import pod_processes
-from components.local.results import RunResult
-from components.local.runtime import RunOptions, run_job
 from tests.conftest import REPO
+from trainjobs.kinds.registry import parse_job
+from trainjobs.local import network
+from trainjobs.local.kubectl import POD_ENV, REGISTRY_ENV
+from trainjobs.local.pods import pod_processes
+from trainjobs.local.results import RunResult
+from trainjobs.local.runtime import RunOptions, run_job
 
 KUBECTL = REPO / "components" / "local" / "kubectl.py"
 JOB = "demo"

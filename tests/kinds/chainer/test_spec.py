@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from components.core.errors import SpecError
-from components.kinds.chainer import spec as chainer_spec
-from components.kinds.registry import load_job
 from tests.conftest import REPO
+from trainjobs.core.errors import SpecError
+from trainjobs.kinds.chainer import spec as chainer_spec
+from trainjobs.kinds.registry import load_job
 
 
 def plan_of(document: dict[str, Any]) -> chainer_spec.ChainerJobPlan:

@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
-from components.cli import main
-from components.kinds.registry import parse_job
+from trainjobs.cli import main
+from trainjobs.kinds.registry import parse_job
 
 NO_EFFECT = (
     "not a field of ChainerJob kubeflow.org/v1alpha1: Kubeflow's API server keeps or drops it "

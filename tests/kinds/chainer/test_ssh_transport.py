@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 import yaml
 
-from components.cli import main
-from components.core.graph import GraphOptions
-from components.kinds.chainer import ssh_assets
-from components.kinds.registry import load_job, parse_job
 from tests.conftest import REPO, schema_problems
+from trainjobs.cli import main
+from trainjobs.core.graph import GraphOptions
+from trainjobs.kinds.chainer import ssh_assets
+from trainjobs.kinds.registry import load_job, parse_job
 
 SSH = GraphOptions(mpi_transport="ssh")
 EXAMPLE = REPO / "jobs" / "chainermn-mnist.yaml"

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from components.cli import main
-from components.kinds.registry import JobDefinition, parse_job
 from tests.conftest import REPO
+from trainjobs.cli import main
+from trainjobs.kinds.registry import JobDefinition, parse_job
 
 CORPUS = REPO / "tests" / "corpus"
 

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components.cli import main
-from components.core.graph import GraphOptions
-from components.kinds.registry import JobDefinition, Workload, parse_job
 from tests.conftest import REPO
+from trainjobs.cli import main
+from trainjobs.core.graph import GraphOptions
+from trainjobs.kinds.registry import JobDefinition, Workload, parse_job
 
 CORPUS = REPO / "tests" / "corpus"
 

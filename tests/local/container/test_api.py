@@ -19,8 +19,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from components.local.container.api import ApiServer
 from tests.conftest import REPO
+from trainjobs.local.container.api import ApiServer
 
 
 class HostEngine:
@@ -83,7 +83,7 @@ def kubectl(
 ) -> subprocess.CompletedProcess[str] | subprocess.Popen[str]:
     """The in-container kubectl, its service account directory where ``directory`` is."""
     program = (
-        "import sys; from components.local.container import kubectl; "
+        "import sys; from trainjobs.local.container import kubectl; "
         "kubectl.SERVICE_ACCOUNT_DIR = sys.argv[1]; sys.exit(kubectl.main(sys.argv[2:]))"
     )
     command = [sys.executable, "-c", program, str(directory), *argv]

@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components.engines.engine import OWNER_LABEL, RUN_LABEL, available_engines
-from components.engines.owners import owner_token
 from tests.conftest import REPO
 from tests.local.runs import Run, final_accuracy, sigkill_run_at
+from trainjobs.engines.engine import OWNER_LABEL, RUN_LABEL, available_engines
+from trainjobs.engines.owners import owner_token
 
 ENGINES = available_engines()
 pytestmark = pytest.mark.skipif(
@@ -326,7 +326,7 @@ def test_what_a_sigkilled_run_left_is_removed_by_trainjobs_clean(tmp_path: Path)
     assert f"network tj-{run_id}" in left
 
     clean = subprocess.run(
-        [sys.executable, "-m", "components.cli", "clean"], cwd=REPO, capture_output=True, text=True
+        [sys.executable, "-m", "trainjobs.cli", "clean"], cwd=REPO, capture_output=True, text=True
     )
 
     assert clean.returncode == 0
@@ -361,7 +361,7 @@ def test_engine_objects_no_record_lists_are_removed_by_their_dead_owner(tmp_path
     ENGINE.create_network("tj-test-orphan", "198.18.252.0/24", "198.18.252.1", dead)
 
     clean = subprocess.run(
-        [sys.executable, "-m", "components.cli", "clean"], cwd=REPO, capture_output=True, text=True
+        [sys.executable, "-m", "trainjobs.cli", "clean"], cwd=REPO, capture_output=True, text=True
     )
 
     assert clean.returncode == 0
@@ -378,7 +378,7 @@ def test_clean_leaves_the_objects_of_runs_still_going(tmp_path: Path):
     ENGINE.create_network("tj-test-alive", "198.18.254.0/24", "198.18.254.1", alive)
     try:
         clean = subprocess.run(
-            [sys.executable, "-m", "components.cli", "clean"],
+            [sys.executable, "-m", "trainjobs.cli", "clean"],
             cwd=REPO,
             capture_output=True,
             text=True,
