@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from trainjobs.core.errors import UserError
+from trainjobs.core.terminal import escape
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,7 +39,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args) or 0)
     except UserError as error:
-        print(f"error: {error}", file=sys.stderr)
+        # Messages may quote what a cluster, a pod or a file supplied: shown, never acted on.
+        print(f"error: {escape(str(error), keep_newlines=True)}", file=sys.stderr)
         return error.exit_code
     except OSError as error:  # the machine refused (a full disk, a lost file): exit 1
         where = f"{error.filename}: " if error.filename else ""

@@ -14,6 +14,7 @@ from trainjobs.cluster.scaling import WorkerRef
 from trainjobs.cluster.watch import JobWatchTimeout
 from trainjobs.core.durations import parse_duration
 from trainjobs.core.errors import UserError
+from trainjobs.core.terminal import escape
 
 
 def _cluster_arguments(parser: argparse.ArgumentParser) -> None:
@@ -89,7 +90,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _stderr(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    """A progress line: it carries names and messages the cluster supplied."""
+    print(escape(message), file=sys.stderr, flush=True)
+
+
+def _report(text: str, *, error: bool) -> None:
+    """The final report: several lines, each built here around cluster-supplied text."""
+    shown = escape(text, keep_newlines=True)
+    print(f"error: {shown}" if error else shown, file=sys.stderr if error else sys.stdout)
 
 
 def _retry(args: argparse.Namespace, command: str) -> RetryPolicy:
@@ -130,17 +138,15 @@ def watch_command(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(timed_out.to_json(), indent=2))
         else:
-            print(f"error: {timed_out}", file=sys.stderr)
+            _report(str(timed_out), error=True)
         return 1
     finally:
         api.close()
     ok = outcome.succeeded and outcome.workers_scaled_down
     if args.json:
         print(json.dumps(outcome.to_json(), indent=2))
-    elif ok:
-        print(outcome.describe())
     else:
-        print(f"error: {outcome.describe()}", file=sys.stderr)
+        _report(outcome.describe(), error=not ok)
     return 0 if ok else 1
 
 
@@ -227,10 +233,10 @@ def status_command(args: argparse.Namespace) -> int:
         print(json.dumps([dataclasses.asdict(state) for state in states], indent=2))
         return 0
     if not states:
-        print(f"no training jobs in namespace {args.namespace}")
+        print(f"no training jobs in namespace {escape(args.namespace)}")
         return 0
     rows = [("JOB", "KIND", "PHASE", "DETAIL")]
-    rows += [(s.name, s.kind, s.phase, s.detail) for s in states]
+    rows += [tuple(escape(cell) for cell in (s.name, s.kind, s.phase, s.detail)) for s in states]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for name, kind, phase, detail in rows:
         cells = (name.ljust(widths[0]), kind.ljust(widths[1]), phase.ljust(widths[2]), detail)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from trainjobs.core.terminal import escape
 from trainjobs.local.files import inside, open_log
 from trainjobs.local.kubectl import POD_ENV, REGISTRY_ENV, process_start_time
 from trainjobs.local.ledger import resource_kind
@@ -51,6 +52,9 @@ class LogSink:
 
     def __init__(self, stream: IO[str], log_dir: Path) -> None:
         self.stream: IO[str] | None = stream
+        # On a terminal, a pod's escape sequences would drive it: shown escaped instead
+        # (the log files keep the bytes as written).
+        self._escape = _isatty(stream)
         self.log_dir = log_dir
         self._files: dict[str, int | None] = {}
         self._lock = threading.Lock()
@@ -67,7 +71,7 @@ class LogSink:
     def line(self, pod: str, text: str) -> None:
         with self._lock:
             self._log(pod, text)
-            self._show(f"[{pod}] {text}")
+            self._show(f"[{pod}] {escape(text) if self._escape else text}")
 
     def _log(self, pod: str, text: str) -> None:
         if pod in self._files and self._files[pod] is None:
@@ -102,6 +106,13 @@ class LogSink:
             for pod in list(self._files):
                 self._close(pod)
             self._files.clear()
+
+
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (OSError, ValueError):
+        return False
 
 
 @dataclass(frozen=True)
