@@ -110,6 +110,8 @@ def _retry(args: argparse.Namespace, command: str) -> RetryPolicy:
         DEFAULT_RETRY,
         first_contact_seconds=seconds,
         connect_timeout=min(DEFAULT_RETRY.connect_timeout, seconds),
+        # A whole request gets no longer than the command waits for a first answer.
+        request_timeout=min(DEFAULT_RETRY.request_timeout, seconds),
     )
 
 
