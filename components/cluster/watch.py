@@ -43,6 +43,7 @@ from trainjobs.cluster.diagnosis import describe_error
 from trainjobs.cluster.errors import (
     DEFAULT_RETRY,
     MALFORMED,
+    BadResponse,
     ClusterUnreachable,
     RetryPolicy,
     access_error,
@@ -133,6 +134,7 @@ def _list_jobs(
     api: ApiClient, namespace: str, selector: Mapping[str, str], request_timeout: float
 ) -> tuple[list[V1Job], str]:
     from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
 
     from trainjobs.cluster.responses import check_job, check_list
 
@@ -141,6 +143,10 @@ def _list_jobs(
         listing = client.BatchV1Api(api).list_namespaced_job(
             namespace, **selector, _request_timeout=(min(10.0, request_timeout), request_timeout)
         )
+    except ApiException as error:
+        if error.status == 0:  # the client could not parse the answer (a bad date...)
+            raise BadResponse(what, str(error.reason)) from None
+        raise
     except MALFORMED as error:
         raise bad_response(error, what) from None
     items = check_list(listing, what, check_job)
