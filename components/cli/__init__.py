@@ -34,9 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        # Inside the try: a Ctrl-C while the modules load is an interruption like any other.
+        args = build_parser().parse_args(argv)
         return int(args.handler(args) or 0)
     except UserError as error:
         # Messages may quote what a cluster, a pod or a file supplied: shown, never acted on.

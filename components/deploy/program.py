@@ -13,13 +13,13 @@ import pulumi
 from trainjobs.cloud.scheduling import SchedulingProfile, apply_scheduling
 from trainjobs.core.errors import Problem, SpecError, UserError
 from trainjobs.core.gang import GANG_SCHEDULERS
-from trainjobs.core.job_document import namespace_problems
 from trainjobs.core.graph import (
     DEFAULT_KUBECTL_IMAGE,
     DEFAULT_WAIT_TIMEOUT_SECONDS,
     MPI_TRANSPORTS,
     GraphOptions,
 )
+from trainjobs.core.job_document import namespace_problems
 from trainjobs.deploy.completion import (
     OUTCOME_FIELDS,
     JobCompletion,

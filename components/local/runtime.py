@@ -261,7 +261,7 @@ class Run:
                 for job_plan in plan.jobs
             ]
             self.workers = [self.make_pod(pod, hosts[pod.name]) for pod in plan.workers]
-        except UserError:
+        except (UserError, KeyboardInterrupt):  # Ctrl-C before anything started: no trace
             self._abandon(options.run_dir is None)
             raise
         except OSError as error:

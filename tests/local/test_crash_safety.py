@@ -8,6 +8,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -313,6 +314,30 @@ def test_a_state_directory_another_user_owns_is_refused(tmp_path, monkeypatch, c
         f"a directory only uid {os.geteuid()} can write: unset TRAINJOBS_STATE_DIR or give a "
         "private (0700) one\n"
     )
+
+
+@pytest.mark.parametrize("delay", [0.5, 0.7, 0.9, 1.1, 1.3, 1.5])
+def test_ctrl_c_in_the_first_seconds_exits_130_in_one_line_leaving_nothing(tmp_path, delay):
+    job = quick_job(tmp_path / "quick.yaml")
+    run_dir = tmp_path / "run"
+    started = subprocess.Popen(
+        [*TRAINJOBS, "run", str(job), "--run-dir", str(run_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(delay)
+    started.send_signal(signal.SIGINT)
+    _, err = started.communicate(timeout=60)
+
+    assert (started.returncode, "Traceback" not in err) == (130, True)
+    assert len(err.splitlines()) <= 1
+    assert [p.name for p in ledger.state_directory().iterdir() if p.suffix == ".json"] == []
+    assert not run_dir.exists() or summary_of(run_dir)["outcome"] == "Interrupted"
+
+
+def summary_of(run_dir: Path) -> dict[str, object]:
+    return json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
 
 
 @pytest.fixture
