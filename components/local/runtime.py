@@ -99,6 +99,7 @@ from trainjobs.local.pods import (
     LogSink,
     kill_all,
     pod_processes,
+    session_of,
 )
 from trainjobs.local.results import RunResult, killed_summary
 from trainjobs.local.signals import (
@@ -329,11 +330,23 @@ class Run:
 
     def processes(self, pod: str, container: str | None = None) -> list[int]:
         inode = self.netns_inodes.get(pod)
-        pids = pod_processes(str(self.registry), pod, {inode} if inode else set())
+        sessions = self.sessions(pod, container)
+        pids = pod_processes(str(self.registry), pod, {inode} if inode else set(), sessions)
         if container is None:
             return pids
         wanted = f"\0{CONTAINER_ENV}={container}\0".encode()
-        return [pid for pid in pids if wanted in _environ(pid)]
+        return [pid for pid in pids if wanted in _environ(pid) or session_of(pid) in sessions]
+
+    def sessions(self, pod: str | None = None, container: str | None = None) -> set[int]:
+        """The sessions of the run's container processes (of one pod, one container)."""
+        return {
+            started.process.pid
+            for each in self.pods
+            if pod is None or each.name == pod
+            for name, started in each.processes.items()
+            if (container is None or name == container)
+            and getattr(started, "process", None) is not None
+        }
 
     def publish(self) -> None:
         """Write the registry the kubectl stand-in reads (atomically: it may read any time)."""
@@ -568,7 +581,7 @@ class Run:
             try:
                 for _ in range(200):
                     inodes = set(self.netns_inodes.values())
-                    pids = pod_processes(str(self.registry), None, inodes)
+                    pids = pod_processes(str(self.registry), None, inodes, self.sessions())
                     if not pids:
                         break
                     kill_all(pids)
@@ -578,7 +591,10 @@ class Run:
                     secret_leftovers = self._remove_secrets()
                 finally:
                     network_leftovers = self.network.down()
-        leftovers = [f"process {pid}" for pid in pod_processes(str(self.registry))]
+        leftovers = [
+            f"process {pid}"
+            for pid in pod_processes(str(self.registry), None, set(), self.sessions())
+        ]
         return leftovers + secret_leftovers + network_leftovers
 
     def _api_calls(self) -> dict[str, int]:
