@@ -26,7 +26,7 @@ def _cluster_arguments(parser: argparse.ArgumentParser) -> None:
         default="30s",
         metavar="DURATION",
         help="how long to keep trying an API server that does not answer before reporting "
-        "it unreachable (default 30s)",
+        "it unreachable, and the most one request may take (default 30s)",
     )
 
 
