@@ -8,6 +8,7 @@ import json
 import sys
 from typing import Any
 
+from trainjobs.cli.jobs import namespace_argument
 from trainjobs.cluster.errors import DEFAULT_RETRY, RetryPolicy
 from trainjobs.cluster.outcome import Outcome
 from trainjobs.cluster.scaling import WorkerRef
@@ -18,7 +19,10 @@ from trainjobs.core.terminal import escape
 
 
 def _cluster_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-n", "--namespace", default="default", metavar="NS")
+    # Checked as the API server checks it: it is a segment of every request's path.
+    parser.add_argument(
+        "-n", "--namespace", default="default", metavar="NS", type=namespace_argument
+    )
     parser.add_argument("--kubeconfig", metavar="FILE", help="instead of $KUBECONFIG")
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
     parser.add_argument(

@@ -283,3 +283,21 @@ def test_an_access_error_stays_an_access_error(tmp_path):
         "jobs, list and delete on pods, get on pods/log, patch on statefulsets/scale, list, "
         "get and patch on services and configmaps"
     )
+
+
+@pytest.mark.parametrize("command", ["watch", "status"])
+def test_a_namespace_that_would_change_the_request_path_is_refused(command, capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli_main(
+            [command, "x", "--namespace", "../../api/v1/secrets"]
+            if command == "watch"
+            else [command, "--namespace", "../../api/v1/secrets"]
+        )
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"trainjobs {command}: error: argument -n/--namespace: Invalid value: "
+        '"../../api/v1/secrets": a lowercase RFC 1123 label must consist of lower case '
+        "alphanumeric characters or '-', and must start and end with an alphanumeric character "
+        "(e.g. 'my-name',  or '123-abc', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+    )
