@@ -5,6 +5,7 @@ its title, clear it, write the clipboard with OSC 52, overwrite lines with CR)."
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,45 @@ def test_local_pod_output_on_a_terminal_is_escaped_and_logged_as_written(tmp_pat
 
     assert terminal.getvalue() == "[master-0] epoch 1\\x1b]52;c;cm0gLXJmIH4=\\x07\n"
     assert (tmp_path / "master-0.log").read_text() == f"epoch 1{CLIPBOARD}\n"
+
+
+def test_cli_status_prints_names_kinds_and_details_from_the_cluster_escaped(tmp_path, capsys):
+    from tests.cluster.hostile import Answer, Json, empty_list, hostile, job, job_list
+    from trainjobs.cluster.target import WATCH_ANNOTATION
+
+    target = {
+        "namespace": "default",
+        "name": f"evil{TITLE}",
+        "kind": f"TFJob{CLEAR}",
+        "success_jobs": ["evil-chief-0"],
+        "run": None,
+    }
+    service = {
+        "metadata": {
+            "name": "evil-chief-0",
+            "namespace": "default",
+            "annotations": {WATCH_ANNOTATION: json.dumps(target)},
+        }
+    }
+    failed = job(
+        "evil-chief-0",
+        conditions=[{"type": "Failed", "status": "True", "reason": "X", "message": CLIPBOARD}],
+    )
+
+    def answer(method: str, path: str, query: dict[str, str]) -> Answer:
+        if path.endswith("/services"):
+            return Json({**empty_list("ServiceList"), "items": [service]})
+        if path.endswith("/jobs"):
+            return Json(job_list(failed))
+        return Json(empty_list("List"))
+
+    with hostile(answer) as server:
+        config = server.write_kubeconfig(tmp_path / "config")
+        code = cli_main(["status", "--kubeconfig", str(config)])
+
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.splitlines() == [
+        "JOB                   KIND                PHASE   DETAIL",
+        "evil\\x1b]0;owned\\x07  TFJob\\x1b[2J\\x1b[H  Failed  X: \\x1b]52;c;cm0gLXJmIH4=\\x07",
+    ]
