@@ -37,6 +37,8 @@ MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 default), so this holds a list of a few thousand Jobs or pods with room to spare."""
 MAX_EVENT_BYTES = 4 * 1024 * 1024
 """One watch event: one object (at most 1.5 MiB in etcd) and its envelope."""
+DEFAULT_DEADLINE_SECONDS = 300.0
+"""For a request that names no timeout (every request of trainjobs names one)."""
 _CHUNK = 64 * 1024
 
 
@@ -104,6 +106,8 @@ class _Exchange:
         except Exception as error:
             self._put("error", error)
             return
+        with contextlib.suppress(Exception):
+            response.release_conn()  # read to its end: the connection can serve again
         self._put("end", None)
 
     def next(self, deadline: float) -> tuple[str, Any]:
@@ -146,8 +150,9 @@ class BoundedPoolManager:
         return getattr(self.manager, name)
 
     def request(self, method: str, url: str, **kwargs: Any) -> Any:
-        seconds = _deadline_seconds(kwargs.get("timeout"))
-        deadline = time.monotonic() + (seconds if seconds is not None else 300.0)
+        given = _deadline_seconds(kwargs.get("timeout"))
+        seconds = given if given is not None else DEFAULT_DEADLINE_SECONDS
+        deadline = time.monotonic() + seconds
         preload = kwargs.get("preload_content", True) is not False
         exchange = _Exchange(self.manager, (method, url), kwargs)
         kind, value = exchange.next(deadline)
@@ -166,6 +171,7 @@ class BoundedPoolManager:
             status=response.status,
             reason=response.reason,
             preload_content=preload,
+            decode_content=False,  # read1 already decoded it (gzip...)
             request_method=method,
         )
 
@@ -180,7 +186,7 @@ def _where(url: str) -> str:
     return urllib3.util.parse_url(url).path or "/"
 
 
-def _read_all(exchange: _Exchange, deadline: float, what: str, seconds: float | None) -> bytes:
+def _read_all(exchange: _Exchange, deadline: float, what: str, seconds: float) -> bytes:
     chunks: list[bytes] = []
     size = 0
     while True:

@@ -99,7 +99,7 @@ class LogSink:
     def event(self, text: str) -> None:
         """A message of the runtime itself (scheduling, restarts, outcome)."""
         with self._lock:
-            self._show(f"[trainjobs] {text}")
+            self._show(f"[trainjobs] {escape(text, keep_newlines=True) if self._escape else text}")
 
     def close(self) -> None:
         with self._lock:
