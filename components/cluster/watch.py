@@ -243,9 +243,10 @@ class _JobWatch:
 
     def _relist_pause(self) -> None:
         """A watch that a server closes at once, with nothing to say, is re-listed after a
-        pause that doubles up to the policy's cap (client-go's reflector backs off the
-        same way: tools/cache/reflector.go, backoffManager); any event, or a stream that
-        lasted, resets it."""
+        pause that doubles up to the policy's cap; any event, or a stream that lasted,
+        resets it. client-go's reflector paces its list-and-watch loop the same way
+        (tools/cache/reflector.go: ``wait.NewExponentialBackoffManager``, 800 ms doubling
+        to 30 s); here the pauses are the retry policy's."""
         if self.events_seen or not self.stream_ended_early:
             self.relist_backoff = self.retry.initial_backoff
             return
