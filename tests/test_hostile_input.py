@@ -17,6 +17,7 @@ import shutil
 import tempfile
 import time
 import tracemalloc
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -466,3 +467,149 @@ def test_every_command_answers_hostile_arguments_in_one_line(command, arguments)
         code, printed = invoke([command, *arguments])
         assert code in (0, 2) or (code == 1 and printed.startswith("error: ")), printed
         check_written_only_below(root, before, work)
+
+
+# --- what a cluster or a pod sends: names, messages, API responses ------------------------
+
+UNSAFE_CHARACTERS = st.sampled_from(
+    ["\x1b", "\x07", "\r", "\n", "\x08", "\x00", "\x7f", "\x9b", "\x9d", "\u202e", "\u2066"]
+)
+HOSTILE_TEXT = st.lists(
+    st.sampled_from(["\x1b]52;c;cm0gLXJmIH4=\x07", "\x1b[2J", "\x1b]0;t\x07", "ok", "é", "\t"])
+    | UNSAFE_CHARACTERS
+    | st.text(max_size=4),
+    max_size=8,
+).map("".join)
+
+
+def _shows_no_control(text: str) -> bool:
+    return not any(
+        (unicodedata.category(c) == "Cc" and c != "\t")
+        or "\u202a" <= c <= "\u202e"
+        or "\u2066" <= c <= "\u2069"
+        or c in "\u061c\u200e\u200f\u2028\u2029"
+        for c in text
+    )
+
+
+@settings(SETTINGS, max_examples=300)
+@given(text=HOSTILE_TEXT)
+def test_the_terminal_sanitiser_lets_no_control_character_through(text):
+    from trainjobs.core.terminal import escape
+
+    shown = escape(text)
+    assert _shows_no_control(shown)
+    assert "\n" not in shown
+    assert escape(shown) == shown  # what it shows is itself safe text
+    if _shows_no_control(text) and "\n" not in text:
+        assert shown == text
+    assert [line for line in escape(text, keep_newlines=True).split("\n")] == [
+        escape(line) for line in text.split("\n")
+    ]
+
+
+JOB_FIELDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "active": HOSTILE_SCALARS,
+        "ready": HOSTILE_SCALARS,
+        "succeeded": HOSTILE_SCALARS,
+        "failed": HOSTILE_SCALARS,
+        "startTime": HOSTILE_SCALARS,
+        "conditions": HOSTILE_VALUES
+        | st.lists(
+            st.fixed_dictionaries(
+                {"type": st.sampled_from(["Complete", "Failed"]) | HOSTILE_SCALARS},
+                optional={
+                    "status": st.just("True") | HOSTILE_SCALARS,
+                    "reason": HOSTILE_TEXT | HOSTILE_SCALARS,
+                    "message": HOSTILE_TEXT | HOSTILE_SCALARS,
+                    "lastTransitionTime": st.just("2024-01-01T00:00:00Z") | HOSTILE_SCALARS,
+                },
+            ),
+            max_size=3,
+        ),
+    },
+)
+
+
+@settings(SETTINGS, max_examples=300)
+@given(
+    name=HOSTILE_TEXT | HOSTILE_SCALARS,
+    status=JOB_FIELDS | HOSTILE_VALUES,
+    metadata_extra=st.fixed_dictionaries(
+        {}, optional={"uid": HOSTILE_SCALARS, "labels": HOSTILE_VALUES}
+    ),
+)
+def test_a_hostile_job_from_the_api_is_checked_or_refused_in_one_line(name, status, metadata_extra):
+    from kubernetes import client
+
+    from trainjobs.cluster.errors import BadResponse
+    from trainjobs.cluster.responses import check_job, to_model
+    from trainjobs.cluster.status import JobStatus
+    from trainjobs.core.terminal import escape
+
+    document = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, **metadata_extra},
+        "spec": {"template": {"spec": {"containers": []}}},
+        "status": status,
+    }
+    api = client.ApiClient()
+    try:
+        job = check_job(to_model(api, document, "V1Job", "list Jobs"), "list Jobs")
+    except BadResponse as refused:
+        event("refused")
+        assert str(refused).startswith("the Kubernetes API answered the request to list Jobs ")
+        assert "\n" not in escape(str(refused))
+        return
+    event("accepted")
+    state = JobStatus.from_job(job)
+    counts = (state.active, state.ready, state.succeeded, state.failed)
+    assert all(type(count) is int for count in counts)
+    assert isinstance(job.metadata.name, str)
+    assert all(part is None or isinstance(part, str) for part in (state.reason, state.message))
+    shown = escape(f"{job.metadata.name}: {state.counts()} {state.reason} {state.message}")
+    assert _shows_no_control(shown)
+
+
+@settings(SETTINGS, max_examples=200)
+@given(
+    lines=st.lists(
+        st.binary(max_size=40)
+        | st.sampled_from(
+            [
+                b'{"type": "MODIFIED", "object": {"metadata": {"name": "j"}}}',
+                b'{"type": "ERROR", "object": {"code": 410, "message": "gone"}}',
+                b'{"type": "BOOKMARK", "object": {}}',
+                b"[]",
+                b'{"type": 1}',
+            ]
+        ),
+        max_size=5,
+    )
+)
+def test_a_hostile_watch_stream_gives_events_or_one_line_errors(lines):
+    import urllib3
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    from trainjobs.cluster.errors import BadResponse
+    from trainjobs.cluster.responses import check_job, watch_events
+
+    body = io.BytesIO(b"\n".join(lines) + b"\n")
+    response = urllib3.HTTPResponse(body=body, preload_content=False)
+    api = client.ApiClient()
+    try:
+        for kind, obj in watch_events(
+            api, response, time.monotonic() + 10, "watch Job d/j", "V1Job", check_job
+        ):
+            assert kind in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK")
+            assert obj is None or isinstance(obj.metadata.name, str)
+    except BadResponse as refused:
+        event("refused")
+        assert len(str(refused).splitlines()) == 1
+    except ApiException as error:
+        event("error event")
+        assert isinstance(error.status, int)

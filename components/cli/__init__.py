@@ -1,15 +1,23 @@
-"""The `trainjobs` command line: each group of subcommands in its own module."""
+"""The `trainjobs` command line: each group of subcommands in its own module.
+
+Only ``sys`` is imported here: everything else loads inside :func:`main`, so a Ctrl-C
+while the command line is still loading is an interruption like any other (exit 130, one
+line), not a traceback from the import machinery.
+"""
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from trainjobs.core.errors import UserError
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     # Imported here so `trainjobs --help` stays fast: each module imports its own work lazily.
     from trainjobs.cli import images, jobs, preflight, review, run, watch
 
@@ -33,20 +41,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    from trainjobs.core.errors import UserError
+    from trainjobs.core.terminal import escape
+
+    args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args) or 0)
     except UserError as error:
-        print(f"error: {error}", file=sys.stderr)
+        # Messages may quote what a cluster, a pod or a file supplied: shown, never acted on.
+        print(f"error: {escape(str(error), keep_newlines=True)}", file=sys.stderr)
         return error.exit_code
     except OSError as error:  # the machine refused (a full disk, a lost file): exit 1
         where = f"{error.filename}: " if error.filename else ""
         print(f"error: {where}{error.strerror or error}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
 
 
 if __name__ == "__main__":

@@ -2,6 +2,10 @@
 
 import sys
 
-from trainjobs.cli import main
+try:
+    from trainjobs.cli import main
+except KeyboardInterrupt:  # Ctrl-C before the command line could even load
+    print("interrupted", file=sys.stderr)
+    sys.exit(130)
 
 sys.exit(main())

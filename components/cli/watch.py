@@ -8,16 +8,21 @@ import json
 import sys
 from typing import Any
 
+from trainjobs.cli.jobs import namespace_argument
 from trainjobs.cluster.errors import DEFAULT_RETRY, RetryPolicy
 from trainjobs.cluster.outcome import Outcome
 from trainjobs.cluster.scaling import WorkerRef
 from trainjobs.cluster.watch import JobWatchTimeout
 from trainjobs.core.durations import parse_duration
 from trainjobs.core.errors import UserError
+from trainjobs.core.terminal import escape
 
 
 def _cluster_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-n", "--namespace", default="default", metavar="NS")
+    # Checked as the API server checks it: it is a segment of every request's path.
+    parser.add_argument(
+        "-n", "--namespace", default="default", metavar="NS", type=namespace_argument
+    )
     parser.add_argument("--kubeconfig", metavar="FILE", help="instead of $KUBECONFIG")
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
     parser.add_argument(
@@ -25,7 +30,7 @@ def _cluster_arguments(parser: argparse.ArgumentParser) -> None:
         default="30s",
         metavar="DURATION",
         help="how long to keep trying an API server that does not answer before reporting "
-        "it unreachable (default 30s)",
+        "it unreachable, and the most one request may take (default 30s)",
     )
 
 
@@ -89,7 +94,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _stderr(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    """A progress line: it carries names and messages the cluster supplied."""
+    print(escape(message), file=sys.stderr, flush=True)
+
+
+def _report(text: str, *, error: bool) -> None:
+    """The final report: several lines, each built here around cluster-supplied text."""
+    shown = escape(text, keep_newlines=True)
+    print(f"error: {shown}" if error else shown, file=sys.stderr if error else sys.stdout)
 
 
 def _retry(args: argparse.Namespace, command: str) -> RetryPolicy:
@@ -102,6 +114,8 @@ def _retry(args: argparse.Namespace, command: str) -> RetryPolicy:
         DEFAULT_RETRY,
         first_contact_seconds=seconds,
         connect_timeout=min(DEFAULT_RETRY.connect_timeout, seconds),
+        # A whole request gets no longer than the command waits for a first answer.
+        request_timeout=min(DEFAULT_RETRY.request_timeout, seconds),
     )
 
 
@@ -130,17 +144,15 @@ def watch_command(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(timed_out.to_json(), indent=2))
         else:
-            print(f"error: {timed_out}", file=sys.stderr)
+            _report(str(timed_out), error=True)
         return 1
     finally:
         api.close()
     ok = outcome.succeeded and outcome.workers_scaled_down
     if args.json:
         print(json.dumps(outcome.to_json(), indent=2))
-    elif ok:
-        print(outcome.describe())
     else:
-        print(f"error: {outcome.describe()}", file=sys.stderr)
+        _report(outcome.describe(), error=not ok)
     return 0 if ok else 1
 
 
@@ -227,10 +239,10 @@ def status_command(args: argparse.Namespace) -> int:
         print(json.dumps([dataclasses.asdict(state) for state in states], indent=2))
         return 0
     if not states:
-        print(f"no training jobs in namespace {args.namespace}")
+        print(f"no training jobs in namespace {escape(args.namespace)}")
         return 0
     rows = [("JOB", "KIND", "PHASE", "DETAIL")]
-    rows += [(s.name, s.kind, s.phase, s.detail) for s in states]
+    rows += [tuple(escape(cell) for cell in (s.name, s.kind, s.phase, s.detail)) for s in states]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for name, kind, phase, detail in rows:
         cells = (name.ljust(widths[0]), kind.ljust(widths[1]), phase.ljust(widths[2]), detail)

@@ -35,6 +35,7 @@ def load_api_client(
     import yaml
     from kubernetes import client, config
 
+    from trainjobs.cluster.transport import bound
     from trainjobs.core import safe_yaml
 
     configuration = client.Configuration()
@@ -80,7 +81,8 @@ def load_api_client(
         ) from error
     if connections is not None:
         configuration.connection_pool_maxsize = connections
-    return client.ApiClient(configuration)
+    # Every request gets a deadline for all of it and a size bound (see transport).
+    return bound(client.ApiClient(configuration))
 
 
 def _kubeconfig_path(kubeconfig: str | None) -> str | None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainjobs.cluster.errors import DEFAULT_RETRY, RetryPolicy, call_with_retries
 from trainjobs.cluster.record import FinishedRun, annotations_of, read_record
+from trainjobs.cluster.responses import check_job, check_list, check_metadata
 from trainjobs.cluster.rules import decide
 from trainjobs.cluster.status import SUSPENDED, JobStatus
 from trainjobs.cluster.target import WATCH_ANNOTATION, WatchTarget
@@ -42,16 +43,18 @@ def _anchors(
         ("Service", core.list_namespaced_service),
         ("ConfigMap", core.list_namespaced_config_map),
     ):
+        what = f"list {kind.lower()}s"
         listing = call_with_retries(
             api,
-            f"list {kind.lower()}s",
+            what,
             namespace,
             lambda lister=lister: lister(
                 namespace, label_selector=selector, _request_timeout=timeout
             ),
             retry,
         )
-        found += [(kind, item) for item in (listing.items if listing is not None else [])]
+        if listing is not None:
+            found += [(kind, item) for item in check_list(listing, what, check_metadata)]
     return found
 
 
@@ -141,7 +144,8 @@ def job_state(
         ),
         retry,
     )
-    jobs = jobs_by_name(listing.items if listing is not None else [])
+    what = f"list the Jobs of {target.key}"
+    jobs = jobs_by_name(check_list(listing, what, check_job) if listing is not None else [])
     finished = _recorded(api, target, retry)
     statuses = job_statuses(jobs, target.rules.watched)
     master = statuses.get(target.rules.master)

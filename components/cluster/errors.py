@@ -49,6 +49,33 @@ DEFAULT_RETRY = RetryPolicy()
 """The policy everything uses unless a caller (a test, a benchmark) passes its own."""
 
 
+class ResponseTooLarge(ClusterAccessError):
+    """The server sent more than a response may hold (see trainjobs.cluster.transport)."""
+
+
+class BadResponse(ClusterAccessError):
+    """The server's answer is not what the Kubernetes API defines: not JSON, wrong types,
+    an event that is not one. Retrying gets the same answer; a person must look."""
+
+    def __init__(self, what: str, problem: str) -> None:
+        problem = problem.splitlines()[0] if problem.strip() else "unreadable"
+        if len(problem) > 200:
+            problem = problem[:197] + "..."
+        super().__init__(
+            f"the Kubernetes API answered the request to {what} with an invalid response "
+            f"({problem}); check that the kubeconfig points at a Kubernetes API server"
+        )
+
+
+MALFORMED = (ValueError, TypeError, AttributeError, KeyError, IndexError)
+"""What the kubernetes client's deserialization raises for JSON that does not fit the
+model (it checks with plain attribute, key and value access)."""
+
+
+def bad_response(error: BaseException, what: str) -> BadResponse:
+    return BadResponse(what, f"{type(error).__name__}: {error}")
+
+
 class ClusterUnreachable(ClusterAccessError):
     """Every request to the API server failed for longer than the retry policy allows: the
     job's state is unknown, which is not the same as a job that is still running."""
@@ -127,9 +154,13 @@ def call_with_retries(
         except ApiException as error:
             if missing_ok and error.status == HTTPStatus.NOT_FOUND:
                 return None
+            if error.status == 0:  # the client could not parse the answer (a bad date...)
+                raise BadResponse(action, str(error.reason)) from None
             if not is_transient(error):
                 raise access_error(error, action, namespace) from error
             last: BaseException = error
+        except MALFORMED as error:
+            raise bad_response(error, action) from None
         except Exception as error:
             if not is_transient(error):
                 raise

@@ -42,9 +42,12 @@ from typing import TYPE_CHECKING, Any
 from trainjobs.cluster.diagnosis import describe_error
 from trainjobs.cluster.errors import (
     DEFAULT_RETRY,
+    MALFORMED,
+    BadResponse,
     ClusterUnreachable,
     RetryPolicy,
     access_error,
+    bad_response,
     is_read_timeout,
     is_transient,
 )
@@ -131,11 +134,23 @@ def _list_jobs(
     api: ApiClient, namespace: str, selector: Mapping[str, str], request_timeout: float
 ) -> tuple[list[V1Job], str]:
     from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
 
-    listing = client.BatchV1Api(api).list_namespaced_job(
-        namespace, **selector, _request_timeout=(min(10.0, request_timeout), request_timeout)
-    )
-    return list(listing.items or []), listing.metadata.resource_version
+    from trainjobs.cluster.responses import check_job, check_list
+
+    what = f"list Jobs in namespace {namespace} ({', '.join(selector.values())})"
+    try:
+        listing = client.BatchV1Api(api).list_namespaced_job(
+            namespace, **selector, _request_timeout=(min(10.0, request_timeout), request_timeout)
+        )
+    except ApiException as error:
+        if error.status == 0:  # the client could not parse the answer (a bad date...)
+            raise BadResponse(what, str(error.reason)) from None
+        raise
+    except MALFORMED as error:
+        raise bad_response(error, what) from None
+    items = check_list(listing, what, check_job)
+    return items, listing.metadata.resource_version
 
 
 def jobs_by_name(jobs: Iterable[V1Job]) -> dict[str, V1Job]:
@@ -193,6 +208,9 @@ class _JobWatch:
         self.connected = False
         self.failing_since: float | None = None
         self.last_error = ""
+        self.relist_backoff = retry.initial_backoff
+        self.events_seen = True
+        self.stream_ended_early = False
 
     def run(self) -> JobStatus:
         from kubernetes.client.exceptions import ApiException
@@ -221,6 +239,20 @@ class _JobWatch:
                 continue
             if final is not None:
                 return final
+            self._relist_pause()
+
+    def _relist_pause(self) -> None:
+        """A watch that a server closes at once, with nothing to say, is re-listed after a
+        pause that doubles up to the policy's cap; any event, or a stream that lasted,
+        resets it. client-go's reflector paces its list-and-watch loop the same way
+        (tools/cache/reflector.go: ``wait.NewExponentialBackoffManager``, 800 ms doubling
+        to 30 s); here the pauses are the retry policy's."""
+        if self.events_seen or not self.stream_ended_early:
+            self.relist_backoff = self.retry.initial_backoff
+            return
+        delay = max(0.0, min(self.relist_backoff, self.deadline - self.clock()))
+        self.sleep(delay)
+        self.relist_backoff = min(self.relist_backoff * 2, self.retry.max_backoff)
 
     def _check_time(self) -> None:
         """The deadline, and how long every request has failed: an API server that never
@@ -298,7 +330,7 @@ class _JobWatch:
         silently dropped it) is noticed within one window. The server-side timeoutSeconds is
         only a backstop a little later.
         """
-        from kubernetes import watch
+        from trainjobs.cluster.responses import check_job, watch_events
 
         now = self.clock()
         window = max(_MIN_WINDOW_SECONDS, min(self.deadline - now, self.progress.next_at - now))
@@ -307,20 +339,28 @@ class _JobWatch:
             if self.selector is None
             else {"label_selector": self.selector}
         )
-        stream = watch.Watch().stream(
-            self.batch.list_namespaced_job,
+        started = time.monotonic()
+        response = self.batch.list_namespaced_job(
             self.namespace,
             **selector,
+            watch=True,
+            allow_watch_bookmarks=False,
             resource_version=resource_version,
             timeout_seconds=math.ceil(window) + _SERVER_WATCH_GRACE_SECONDS,
             _request_timeout=(self.retry.connect_timeout, window),
+            _preload_content=False,
         )
+        # The stream ends by the window whatever the server trickles (a deadline, not a
+        # per-read timeout: one byte a second would hold a read timeout off forever).
+        events = watch_events(
+            self.api, response, started + window, self._action(), "V1Job", check_job
+        )
+        self.events_seen = False
         try:
-            for event in stream:
-                kind = event["type"]
+            for kind, job in events:
+                self.events_seen = True
                 if kind not in ("ADDED", "MODIFIED", "DELETED"):
                     continue  # BOOKMARK: nothing to learn, we re-list after every stream
-                job = event["object"]
                 name = job.metadata.name
                 if name not in self.rules.watched:
                     continue  # another Job the selector matches changes nothing
@@ -336,7 +376,8 @@ class _JobWatch:
                     return None
                 self.progress.tick(self.last)
         finally:
-            stream.close()  # releases the connection now, not when garbage collected
+            events.close()  # releases the connection now, not when garbage collected
+        self.stream_ended_early = time.monotonic() - started < window / 2
         return None
 
     def _evaluate(self, *, deleted: bool) -> JobStatus | None:

@@ -19,6 +19,7 @@ from trainjobs.core.graph import (
     MPI_TRANSPORTS,
     GraphOptions,
 )
+from trainjobs.core.job_document import namespace_problems
 from trainjobs.deploy.completion import (
     OUTCOME_FIELDS,
     JobCompletion,
@@ -49,7 +50,7 @@ class StackSettings:
     def from_config(cls, config: pulumi.Config) -> StackSettings:
         return cls(
             job_files=job_files(config.get("job"), config.get("jobs")),
-            namespace=config.get("namespace") or "default",
+            namespace=_namespace(config.get("namespace")),
             graph_options=GraphOptions(
                 kubectl_image=config.get("kubectlImage") or DEFAULT_KUBECTL_IMAGE,
                 wait_timeout_seconds=_positive_int(
@@ -65,6 +66,20 @@ class StackSettings:
             images=image_pins_from_config(config.get("images")),
             require_digests=config.get_bool("requireDigests") is True,
         )
+
+
+def _namespace(value: str | None) -> str:
+    """`trainjobs:namespace`, checked as `--namespace` is: a DNS-1123 label, before anything
+    is registered (the API server would refuse every object in it, one by one)."""
+    if not value:
+        return "default"
+    problems = namespace_problems(value, "trainjobs:namespace")
+    if problems:
+        raise UserError(
+            f"stack config trainjobs:namespace: {problems[0].message}; set a valid one with "
+            "`pulumi config set trainjobs:namespace team-a`"
+        )
+    return value
 
 
 def _gang_scheduler(value: str | None) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,8 @@ class JobRun:
         self.succeeded: set[int] = set()
         self.condition: tuple[str, str, str] | None = None
         """(Complete or Failed, reason, message) once the Job is finished."""
+        self.waiting: dict[PodRun, float] = {}
+        """Failed pods (restartPolicy Never) whose next pod starts at this time."""
 
     @property
     def name(self) -> str:
@@ -96,7 +99,19 @@ class JobRun:
 
     def step(self) -> None:
         """Advance every running pod; set ``condition`` when the Job finishes."""
+        now = time.monotonic()
+        for pod, start_at in list(self.waiting.items()):
+            if now >= start_at:
+                del self.waiting[pod]
+                self._begin_attempt(pod)
         for pod in self.active():
+            if pod.restart_at:
+                # A container in its restart back-off: the pod waits (CrashLoopBackOff).
+                for name, start_at in list(pod.restart_at.items()):
+                    if now >= start_at:
+                        del pod.restart_at[name]
+                        pod.start(name)
+                continue
             failure = self._step_pod(pod)
             if failure is not None:
                 self._failed(pod, failure)
@@ -195,22 +210,35 @@ class JobRun:
 
     def _retry(self, pod: PodRun, failure: ContainerFailure, used: str) -> None:
         self.retries += 1
+        now = time.monotonic()
         if pod.plan.restart_policy == "OnFailure":
             self.attempts += 1
             pod.attempts += 1
+            start_at = self.run.restart_backoff.exited((pod.name, failure.container), now)
             self.run.sink.event(
-                f"pod {pod.name}: {failure}; restarting the container in place "
-                f"(restartPolicy OnFailure, retry {used})"
+                f"pod {pod.name}: {failure}; restarting the container in place"
+                f"{_after(start_at - now)} (restartPolicy OnFailure, retry {used})"
             )
-            pod.start(failure.container)
+            if start_at <= now:
+                pod.start(failure.container)
+            else:
+                pod.restart_at[failure.container] = start_at
             return
+        start_at = self.run.restart_backoff.exited((pod.name, ""), now)
         self.run.sink.event(
-            f"pod {pod.name} failed: {failure}; creating a new pod (restartPolicy Never, "
-            f"retry {used})"
+            f"pod {pod.name} failed: {failure}; creating a new pod{_after(start_at - now)} "
+            f"(restartPolicy Never, retry {used})"
         )
         pod.stop(pod.plan.grace_seconds)
         pod.phase = "Failed"
-        self._begin_attempt(pod)
+        if start_at <= now:
+            self._begin_attempt(pod)
+        else:
+            self.waiting[pod] = start_at
+
+
+def _after(delay: float) -> str:
+    return f" in {delay:g}s (back-off)" if delay > 0 else ""
 
 
 def matching_rule(

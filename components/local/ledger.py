@@ -25,17 +25,19 @@ was already gone) and raises nothing for a missing resource.
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
 import json
 import os
 import secrets
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from trainjobs.core.errors import EnvironmentFailure
-from trainjobs.local.files import private_directory, temporary_files, write_private
+from trainjobs.local.files import PRIVATE_DIRECTORY, temporary_files, write_private
 from trainjobs.local.kubectl import process_start_time
 
 STATE_ENV = "TRAINJOBS_STATE_DIR"
@@ -48,6 +50,7 @@ CLEANER_MODULES = (
 )
 """Modules that register cleaners with :func:`resource_kind`."""
 _CLAIMED = ".cleaning-"
+_MAX_LEDGER_BYTES = 16 * 1024 * 1024
 
 Entry = dict[str, Any]
 Cleaner = Callable[[Entry], list[str]]
@@ -77,20 +80,47 @@ def state_directory() -> Path:
 
 
 def _trusted(directory: Path) -> Path:
-    """The state directory, only if this user alone may write it: clean-up runs what its
-    ledgers say, so a ledger someone else could write would let them steer it."""
+    """The state directory, only if this user alone may write it: clean-up removes and runs
+    what its ledgers say, so a ledger someone else could write would let them steer root.
+
+    Checked before anything changes: a missing directory is created private (ours, so
+    ours to set up); one that exists is never chmod-ed (``TRAINJOBS_STATE_DIR=/tmp`` must
+    not change /tmp), only refused when another user owns it or may write to it."""
     try:
-        private_directory(directory)
-        status = directory.stat()
+        directory.mkdir(mode=PRIVATE_DIRECTORY, parents=True)
+    except FileExistsError:
+        pass
     except OSError as error:
         raise EnvironmentFailure(
             f"cannot use {directory} for run records ({STATE_ENV}): {error.strerror}"
         ) from None
-    if status.st_uid != os.geteuid() or status.st_mode & 0o022:
+    try:
+        handle = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as error:
         raise EnvironmentFailure(
-            f"{directory} ({STATE_ENV}) may be written by other users; give a private directory"
+            f"cannot use {directory} for run records ({STATE_ENV}): {error.strerror}; give a "
+            "directory, not a symbolic link"
+        ) from None
+    try:
+        status = os.fstat(handle)
+    finally:
+        os.close(handle)
+    problem = _untrusted(status)
+    if problem:
+        raise EnvironmentFailure(
+            f"{directory} ({STATE_ENV}) {problem}; run records must be in a directory only "
+            f"uid {os.geteuid()} can write: unset {STATE_ENV} or give a private (0700) one"
         )
     return directory
+
+
+def _untrusted(status: os.stat_result) -> str:
+    """Why a file or directory with this status may have been written by someone else."""
+    if status.st_uid != os.geteuid():
+        return f"is owned by uid {status.st_uid}"
+    if status.st_mode & 0o022:
+        return f"may be written by other users (mode {stat.S_IMODE(status.st_mode):04o})"
+    return ""
 
 
 @dataclass
@@ -210,10 +240,31 @@ def _alive(pid: Any, starttime: Any) -> bool:
 
 
 def _read(path: Path) -> dict[str, Any]:
+    """A ledger's document, read only if this user alone could have written it: opened
+    without following a symbolic link and checked on the open file (no swap in between);
+    a ledger that is not is refused, naming it, before anything it lists is touched."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise EnvironmentFailure(
+                f"run record {path} is a symbolic link; remove it (clean-up follows only "
+                "records this user wrote)"
+            ) from None
         return {}
+    with os.fdopen(handle, "rb") as stream:
+        status = os.fstat(stream.fileno())
+        problem = "is not a regular file" if not stat.S_ISREG(status.st_mode) else ""
+        problem = problem or _untrusted(status)
+        if problem:
+            raise EnvironmentFailure(
+                f"run record {path} {problem}; remove it (clean-up follows only records "
+                f"uid {os.geteuid()} alone can write)"
+            )
+        try:
+            document = json.loads(stream.read(_MAX_LEDGER_BYTES).decode("utf-8"))
+        except (OSError, ValueError):
+            return {}
     return document if isinstance(document, dict) else {}
 
 

@@ -13,7 +13,7 @@ that is how processes are found again, including the ones ``kubectl exec`` start
 of another pod (Open MPI's daemons). On a cluster the kernel ends everything in a container
 when its PID namespace ends; here :func:`pod_processes` finds them, so that stopping a pod
 leaves nothing behind. A process that clears its environment is still found through its
-network namespace.
+network namespace, or its container's session (each container process leads one).
 
 Container output (stdout and stderr merged, as ``kubectl logs`` shows them) streams with a
 ``[pod]`` prefix and goes to ``logs/<pod>.log`` in the run directory.
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from trainjobs.core.terminal import escape
 from trainjobs.local.files import inside, open_log
 from trainjobs.local.kubectl import POD_ENV, REGISTRY_ENV, process_start_time
 from trainjobs.local.ledger import resource_kind
@@ -51,6 +52,9 @@ class LogSink:
 
     def __init__(self, stream: IO[str], log_dir: Path) -> None:
         self.stream: IO[str] | None = stream
+        # On a terminal, a pod's escape sequences would drive it: shown escaped instead
+        # (the log files keep the bytes as written).
+        self._escape = _isatty(stream)
         self.log_dir = log_dir
         self._files: dict[str, int | None] = {}
         self._lock = threading.Lock()
@@ -67,7 +71,7 @@ class LogSink:
     def line(self, pod: str, text: str) -> None:
         with self._lock:
             self._log(pod, text)
-            self._show(f"[{pod}] {text}")
+            self._show(f"[{pod}] {escape(text) if self._escape else text}")
 
     def _log(self, pod: str, text: str) -> None:
         if pod in self._files and self._files[pod] is None:
@@ -95,13 +99,20 @@ class LogSink:
     def event(self, text: str) -> None:
         """A message of the runtime itself (scheduling, restarts, outcome)."""
         with self._lock:
-            self._show(f"[trainjobs] {text}")
+            self._show(f"[trainjobs] {escape(text, keep_newlines=True) if self._escape else text}")
 
     def close(self) -> None:
         with self._lock:
             for pod in list(self._files):
                 self._close(pod)
             self._files.clear()
+
+
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (OSError, ValueError):
+        return False
 
 
 @dataclass(frozen=True)
@@ -232,12 +243,19 @@ class ContainerProcess:
         self._reader.join(timeout)
 
 
-def pod_processes(registry: str, pod: str | None = None, netns_inodes: set[int] = frozenset()):
+def pod_processes(
+    registry: str,
+    pod: str | None = None,
+    netns_inodes: set[int] = frozenset(),
+    sessions: set[int] = frozenset(),
+) -> list[int]:
     """PIDs of a run's live processes (of one pod if ``pod`` is given).
 
-    A process belongs to the run when its environment names the run's registry, or when it
-    sits in one of ``netns_inodes`` (the run's network namespaces). Zombies have no
-    environment and are skipped: they are dead already.
+    A process belongs to the run when its environment names the run's registry, when it
+    sits in one of ``netns_inodes`` (the run's network namespaces), or when it is in one of
+    ``sessions`` (each container process leads its own session, which its children stay
+    in unless they leave it: found even with an emptied environment on loopback). Zombies
+    are skipped: they are dead already.
     """
     wanted = f"\0{REGISTRY_ENV}={registry}\0".encode()
     wanted_pod = f"\0{POD_ENV}={pod}\0".encode() if pod is not None else b""
@@ -249,11 +267,22 @@ def pod_processes(registry: str, pod: str | None = None, netns_inodes: set[int] 
             with open(f"/proc/{entry.name}/environ", "rb") as handle:
                 environ = b"\0" + handle.read()
             in_netns = netns_inodes and os.stat(f"/proc/{entry.name}/ns/net").st_ino in netns_inodes
+            in_session = bool(sessions) and session_of(int(entry.name)) in sessions
         except OSError:
             continue
-        if (wanted in environ and wanted_pod in environ) or in_netns:
+        if (wanted in environ and wanted_pod in environ) or in_netns or in_session:
             found.append(int(entry.name))
     return found
+
+
+def session_of(pid: int) -> int | None:
+    """The session a live process is in (None for a zombie or a process that is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[3]) if fields[0] not in ("Z", "X") else None
 
 
 def kill_all(pids: list[int]) -> None:

@@ -10,8 +10,9 @@ the run directory.
 Kubernetes semantics kept, and where they live:
 
 - StatefulSet pods (ChainerJob workers, TFJob parameter servers) start first and are restarted
-  when their container exits (restartPolicy Always; the back-off is 0, 1, 2, 4... up to 10 s
-  instead of 10 s to 5 min), and they are recreated if the whole pod dies;
+  when their container exits (restartPolicy Always, with the kubelet's back-off: at once,
+  then 10 s doubling to 5 min, see :mod:`trainjobs.local.backoff`), and they are recreated
+  if the whole pod dies;
 - every Job (:class:`JobRun`) runs a pod per completion index: the ChainerJob master, or
   each index of a TFJob/PyTorchJob replica type's Indexed Job. A pod runs its init containers
   in order (kubectl delivery, then the cluster waiter), then its containers; a failure is
@@ -19,8 +20,8 @@ Kubernetes semantics kept, and where they live:
   OnFailure: the failed container again, in the same pod) until the Job's failures exceed
   ``backoffLimit`` (default 6): Failed, reason BackoffLimitExceeded. ``podFailurePolicy``
   exit-code rules come first: FailJob fails the Job at once (reason PodFailurePolicy: the
-  TFJob design's permanent exit codes 1-127), Ignore retries without counting. Locally there
-  is no delay between retries;
+  TFJob design's permanent exit codes 1-127), Ignore retries without counting. A retry
+  waits as the kubelet's back-off says (the first at once);
 - a Job is Complete when every index succeeded, or the indexes its ``successPolicy`` names
   (Kubeflow's "worker 0 decides" when there is no chief);
 - ``activeDeadlineSeconds`` counts from the job's start across retries; on expiry the Job's
@@ -74,6 +75,7 @@ from trainjobs.images.declarations import Image
 from trainjobs.kinds.chainer import ssh_assets
 from trainjobs.kinds.registry import JobDefinition
 from trainjobs.local import ssh as local_ssh
+from trainjobs.local.backoff import RestartBackoff
 from trainjobs.local.cluster import (
     ClusterPlan,
     PodPlan,
@@ -97,6 +99,7 @@ from trainjobs.local.pods import (
     LogSink,
     kill_all,
     pod_processes,
+    session_of,
 )
 from trainjobs.local.results import RunResult, killed_summary
 from trainjobs.local.signals import (
@@ -108,7 +111,6 @@ from trainjobs.local.signals import (
 )
 
 CONTAINER_ENV = "TRAINJOBS_LOCAL_CONTAINER"
-MAX_RESTART_DELAY_SECONDS = 10.0
 NETWORK_MODES = ("auto", "netns", "loopback")
 
 
@@ -216,6 +218,7 @@ class Run:
         self.stream = options.stream or sys.stdout
         self.hurry = False
         self.stopping = False
+        self.restart_backoff = RestartBackoff()
         mode = self._network_mode()
         ssh_secrets = local_ssh.ssh_secrets(plan.secrets)
         if ssh_secrets:
@@ -261,7 +264,7 @@ class Run:
                 for job_plan in plan.jobs
             ]
             self.workers = [self.make_pod(pod, hosts[pod.name]) for pod in plan.workers]
-        except UserError:
+        except (UserError, KeyboardInterrupt):  # Ctrl-C before anything started: no trace
             self._abandon(options.run_dir is None)
             raise
         except OSError as error:
@@ -327,11 +330,23 @@ class Run:
 
     def processes(self, pod: str, container: str | None = None) -> list[int]:
         inode = self.netns_inodes.get(pod)
-        pids = pod_processes(str(self.registry), pod, {inode} if inode else set())
+        sessions = self.sessions(pod, container)
+        pids = pod_processes(str(self.registry), pod, {inode} if inode else set(), sessions)
         if container is None:
             return pids
         wanted = f"\0{CONTAINER_ENV}={container}\0".encode()
-        return [pid for pid in pids if wanted in _environ(pid)]
+        return [pid for pid in pids if wanted in _environ(pid) or session_of(pid) in sessions]
+
+    def sessions(self, pod: str | None = None, container: str | None = None) -> set[int]:
+        """The sessions of the run's container processes (of one pod, one container)."""
+        return {
+            started.process.pid
+            for each in self.pods
+            if pod is None or each.name == pod
+            for name, started in each.processes.items()
+            if (container is None or name == container)
+            and getattr(started, "process", None) is not None
+        }
 
     def publish(self) -> None:
         """Write the registry the kubectl stand-in reads (atomically: it may read any time)."""
@@ -505,6 +520,8 @@ class Run:
     def _start_worker(self, worker: PodRun) -> None:
         worker.create()
         worker.restart_at.clear()
+        for name in worker.main_names:  # a new pod: its containers start with no back-off
+            self.restart_backoff.forget((worker.name, name))
         for name in worker.main_names:
             worker.start(name)
         worker.phase = "Running"
@@ -528,9 +545,8 @@ class Run:
                     continue
                 if name not in worker.restart_at:
                     worker.finish(name)
-                    count = worker.restarts.get(name, 0)
-                    delay = min(2.0 ** (count - 1), MAX_RESTART_DELAY_SECONDS) if count else 0.0
-                    worker.restart_at[name] = now + delay
+                    worker.restart_at[name] = self.restart_backoff.exited((worker.name, name), now)
+                    delay = worker.restart_at[name] - now
                     self.sink.event(
                         f"pod {worker.name}: container {name} exited with code {code}; "
                         f"restarting in {delay:g}s (restartPolicy Always)"
@@ -565,7 +581,7 @@ class Run:
             try:
                 for _ in range(200):
                     inodes = set(self.netns_inodes.values())
-                    pids = pod_processes(str(self.registry), None, inodes)
+                    pids = pod_processes(str(self.registry), None, inodes, self.sessions())
                     if not pids:
                         break
                     kill_all(pids)
@@ -575,7 +591,10 @@ class Run:
                     secret_leftovers = self._remove_secrets()
                 finally:
                     network_leftovers = self.network.down()
-        leftovers = [f"process {pid}" for pid in pod_processes(str(self.registry))]
+        leftovers = [
+            f"process {pid}"
+            for pid in pod_processes(str(self.registry), None, set(), self.sessions())
+        ]
         return leftovers + secret_leftovers + network_leftovers
 
     def _api_calls(self) -> dict[str, int]:

@@ -415,6 +415,27 @@ def test_watch_timeout_and_kubeconfig_come_from_stack_config_and_the_kubeconfig_
     assert not [p.name for p in out.iterdir() if "s3cr3t" in p.read_text()]
 
 
+@pytest.mark.parametrize("namespace", ["Team_A", "../kube-system", "a\nb"])
+def test_an_invalid_stack_namespace_is_refused_before_anything_is_registered(
+    tmp_path, capsys, namespace
+):
+    config = {"trainjobs:job": "jobs/a.yaml", "trainjobs:namespace": namespace}
+    project = make_project(tmp_path, config, {"a.yaml": job_yaml("alpha")})
+    out_dir = tmp_path / "out"
+    code = main(["preview", "--stack", "test", "--project", str(project), "--out", str(out_dir)])
+    message = capsys.readouterr().err
+    assert code == 2
+    assert message.startswith(
+        f"error: stack config trainjobs:namespace: Invalid value: {json.dumps(namespace)}: a "
+        "lowercase RFC 1123 label must consist of"
+    )
+    assert message.endswith(
+        "; set a valid one with `pulumi config set trainjobs:namespace team-a`\n"
+    )
+    assert len(message.splitlines()) == 1
+    assert not out_dir.exists()
+
+
 def test_an_invalid_watch_timeout_is_a_clear_error(tmp_path):
     config = {"trainjobs:job": "jobs/a.yaml", "trainjobs:watchTimeout": "soon"}
     project = make_project(tmp_path, config, {"a.yaml": job_yaml("alpha")})

@@ -8,6 +8,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -27,6 +28,7 @@ from tests.local.runs import (
     sigkill_run_at,
 )
 from trainjobs.cli import main
+from trainjobs.core.errors import EnvironmentFailure
 from trainjobs.local import ledger
 from trainjobs.local.pods import LogSink
 
@@ -169,13 +171,133 @@ def test_a_live_runs_record_is_left_alone(tmp_path):
         path.unlink()
 
 
-def test_a_state_directory_of_this_user_is_made_private(tmp_path, monkeypatch):
+def test_a_state_directory_others_may_write_is_refused_and_left_as_it_is(tmp_path, monkeypatch):
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)
     monkeypatch.setenv(ledger.STATE_ENV, str(shared))
-    assert main(["clean"]) == 0
-    assert oct(shared.stat().st_mode & 0o777) == "0o700"
+    with pytest.raises(EnvironmentFailure) as refused:
+        ledger.clean_dead_runs()
+    assert str(refused.value) == (
+        f"{shared} (TRAINJOBS_STATE_DIR) may be written by other users (mode 0777); run "
+        f"records must be in a directory only uid {os.geteuid()} can write: unset "
+        "TRAINJOBS_STATE_DIR or give a private (0700) one"
+    )
+    assert oct(shared.stat().st_mode & 0o7777) == "0o777"
+
+
+def test_a_missing_state_directory_is_created_private(tmp_path, monkeypatch):
+    fresh = tmp_path / "fresh" / "records"
+    monkeypatch.setenv(ledger.STATE_ENV, str(fresh))
+    opened = ledger.Ledger.open("demo", tmp_path, lambda _: False)
+    opened.close()
+    assert oct(fresh.stat().st_mode & 0o7777) == "0o700"
+
+
+def _planted_ledger(directory: Path, victim: Path, marker: Path, tmp_path: Path) -> Path:
+    """Another user's ledger: a dead owner, a directory to rm -rf, a program to run."""
+    program = tmp_path / "evil-engine"
+    program.write_text(f"#!/bin/sh\ntouch {marker}\n", encoding="utf-8")
+    program.chmod(0o755)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    record = {
+        "runId": "ev11ed",
+        "job": "evil",
+        "runDir": str(victim),
+        "owner": {"pid": dead.pid, "starttime": "0"},
+        "created": [
+            {"kind": "ssh-keys", "directories": [str(victim)]},
+            {
+                "kind": "engine-pod",
+                "engine": "podman",
+                "executable": str(program),
+                "run": "x",
+                "name": "x",
+            },
+        ],
+    }
+    path = directory / "ev11ed.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    os.chown(path, 65534, 65534)
+    return path
+
+
+@pytest.fixture
+def victim(tmp_path: Path) -> Path:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious").write_text("keep", encoding="utf-8")
+    return victim
+
+
+def test_a_shared_state_directory_with_a_planted_ledger_steers_nothing(
+    tmp_path, monkeypatch, capsys, victim
+):
+    # The attacker's side: TRAINJOBS_STATE_DIR on a shared directory like /tmp (1777).
+    if os.geteuid() != 0:
+        pytest.skip("needs root to plant a file as another user")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    marker = tmp_path / "ran"
+    planted = _planted_ledger(shared, victim, marker, tmp_path)
+    monkeypatch.setenv(ledger.STATE_ENV, str(shared))
+
+    assert main(["clean"]) == 1
+    refusal = (
+        f"error: {shared} (TRAINJOBS_STATE_DIR) may be written by other users (mode 1777); run "
+        f"records must be in a directory only uid {os.geteuid()} can write: unset "
+        "TRAINJOBS_STATE_DIR or give a private (0700) one\n"
+    )
+    assert capsys.readouterr().err == refusal
+    job = quick_job(tmp_path / "quick.yaml")
+    assert main(["run", str(job), "--run-dir", str(tmp_path / "run")]) == 1
+    assert capsys.readouterr().err == refusal
+
+    assert (victim / "precious").read_text(encoding="utf-8") == "keep"
+    assert not marker.exists()
+    assert planted.exists()
+    assert oct(shared.stat().st_mode & 0o7777) == "0o1777"
+
+
+def test_a_ledger_another_user_owns_is_refused_even_in_a_private_directory(
+    tmp_path, monkeypatch, capsys, victim
+):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to plant a file as another user")
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    marker = tmp_path / "ran"
+    planted = _planted_ledger(private, victim, marker, tmp_path)
+    monkeypatch.setenv(ledger.STATE_ENV, str(private))
+
+    assert main(["clean"]) == 1
+    assert capsys.readouterr().err == (
+        f"error: run record {planted} is owned by uid 65534; remove it (clean-up follows only "
+        f"records uid {os.geteuid()} alone can write)\n"
+    )
+    assert (victim / "precious").read_text(encoding="utf-8") == "keep"
+    assert not marker.exists()
+
+
+def test_a_ledger_that_is_a_symbolic_link_is_refused(tmp_path, monkeypatch, capsys, victim):
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    marker = tmp_path / "ran"
+    target = _planted_ledger(elsewhere, victim, marker, tmp_path)
+    (private / "ev11ed.json").symlink_to(target)
+    monkeypatch.setenv(ledger.STATE_ENV, str(private))
+
+    assert main(["clean"]) == 1
+    assert capsys.readouterr().err == (
+        f"error: run record {private / 'ev11ed.json'} is a symbolic link; remove it (clean-up "
+        "follows only records this user wrote)\n"
+    )
+    assert (victim / "precious").read_text(encoding="utf-8") == "keep"
+    assert not marker.exists()
 
 
 def test_a_state_directory_another_user_owns_is_refused(tmp_path, monkeypatch, capsys):
@@ -188,9 +310,51 @@ def test_a_state_directory_another_user_owns_is_refused(tmp_path, monkeypatch, c
     monkeypatch.setenv(ledger.STATE_ENV, str(theirs))
     assert main(["clean"]) == 1
     assert capsys.readouterr().err == (
-        f"error: {theirs} (TRAINJOBS_STATE_DIR) may be written by other users; give a private "
-        "directory\n"
+        f"error: {theirs} (TRAINJOBS_STATE_DIR) is owned by uid 65534; run records must be in "
+        f"a directory only uid {os.geteuid()} can write: unset TRAINJOBS_STATE_DIR or give a "
+        "private (0700) one\n"
     )
+
+
+READY_THEN_RUN = (
+    "import os, runpy; os.write({fd}, b'ready'); os.close({fd}); "
+    "runpy.run_module('trainjobs.cli', run_name='__main__', alter_sys=True)"
+)
+"""`python -m trainjobs.cli`, saying first that the interpreter is up (its own start-up, before
+any trainjobs code runs, is no part of what is tested; on a loaded machine it takes seconds)."""
+
+
+def python_then(fd: int) -> list[str]:
+    return [sys.executable, "-c", READY_THEN_RUN.format(fd=fd)]
+
+
+@pytest.mark.parametrize("delay", [0.1, 0.2, 0.4, 0.7, 1.0, 1.5])
+def test_ctrl_c_in_the_first_seconds_exits_130_in_one_line_leaving_nothing(tmp_path, delay):
+    job = quick_job(tmp_path / "quick.yaml")
+    run_dir = tmp_path / "run"
+    ready, say_ready = os.pipe()
+    started = subprocess.Popen(
+        [*python_then(say_ready), "run", str(job), "--run-dir", str(run_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        pass_fds=(say_ready,),
+    )
+    os.close(say_ready)
+    with os.fdopen(ready, "rb") as pipe:
+        assert pipe.read() == b"ready"
+    time.sleep(delay)
+    started.send_signal(signal.SIGINT)
+    _, err = started.communicate(timeout=60)
+
+    assert (started.returncode, "Traceback" not in err) == (130, True), err
+    assert len(err.splitlines()) <= 1
+    assert [p.name for p in ledger.state_directory().iterdir() if p.suffix == ".json"] == []
+    assert not run_dir.exists() or summary_of(run_dir)["outcome"] == "Interrupted"
+
+
+def summary_of(run_dir: Path) -> dict[str, object]:
+    return json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
 
 
 @pytest.fixture
