@@ -21,6 +21,7 @@ from trainjobs.images import kubectl_stand_in
 from trainjobs.images.builder import Say, ensure, saved_settings
 from trainjobs.images.catalogue import IMAGES
 from trainjobs.images.local_images import prepare
+from trainjobs.images.references import reference_problem
 from trainjobs.local.cluster import ClusterPlan
 
 
@@ -28,12 +29,16 @@ def local_images(
     plan: ClusterPlan, engine: Engine, aliases: dict[str, str], say: Say
 ) -> dict[str, str]:
     """The job's image references -> the local images the engine runs for them."""
-    wanted = {
-        container["image"]
-        for pod in plan.pods
-        if not pod.gpu_request()
-        for container in [*(pod.spec.get("initContainers") or []), *pod.spec["containers"]]
-    }
+    wanted = set()
+    for pod in plan.pods:
+        for group in ("initContainers", "containers"):
+            for index, container in enumerate(pod.spec.get(group) or []):
+                where = f"{pod.owner} pod template spec.{group}[{index}].image"
+                _check_reference(container["image"], where)
+                if not pod.gpu_request():
+                    wanted.add(container["image"])
+    for reference, target in sorted(aliases.items()):
+        _check_reference(target, f"--map-image {reference}={target}")
     settings = saved_settings()
     resolved: dict[str, str] = {}
     prepared = False
@@ -60,3 +65,10 @@ def local_images(
                 "run it as another local image with --map-image REF=LOCAL"
             )
     return resolved
+
+
+def _check_reference(reference: str, where: str) -> None:
+    """Only a valid image reference reaches the engine (never ``--help``: an option)."""
+    problem = reference_problem(reference)
+    if problem is not None:
+        raise UserError(f"{where}: {reference!r}: {problem}")
