@@ -29,16 +29,13 @@ def local_images(
     plan: ClusterPlan, engine: Engine, aliases: dict[str, str], say: Say
 ) -> dict[str, str]:
     """The job's image references -> the local images the engine runs for them."""
-    wanted = set()
-    for pod in plan.pods:
-        for group in ("initContainers", "containers"):
-            for index, container in enumerate(pod.spec.get(group) or []):
-                where = f"{pod.owner} pod template spec.{group}[{index}].image"
-                _check_reference(container["image"], where)
-                if not pod.gpu_request():
-                    wanted.add(container["image"])
-    for reference, target in sorted(aliases.items()):
-        _check_reference(target, f"--map-image {reference}={target}")
+    check_references(plan, aliases)
+    wanted = {
+        container["image"]
+        for pod in plan.pods
+        if not pod.gpu_request()
+        for container in [*(pod.spec.get("initContainers") or []), *pod.spec["containers"]]
+    }
     settings = saved_settings()
     resolved: dict[str, str] = {}
     prepared = False
@@ -67,8 +64,17 @@ def local_images(
     return resolved
 
 
-def _check_reference(reference: str, where: str) -> None:
-    """Only a valid image reference reaches the engine (never ``--help``: an option)."""
-    problem = reference_problem(reference)
-    if problem is not None:
-        raise UserError(f"{where}: {reference!r}: {problem}")
+def check_references(plan: ClusterPlan, aliases: dict[str, str]) -> None:
+    """Only valid image references reach the engine (never ``--help``, an option): the
+    kubelet would report InvalidImageName for the rest."""
+    named = [
+        (f"{pod.owner} pod template spec.{group}[{index}].image", container["image"])
+        for pod in plan.pods
+        for group in ("initContainers", "containers")
+        for index, container in enumerate(pod.spec.get(group) or [])
+    ]
+    named += [(f"--map-image {ref}={target}", target) for ref, target in sorted(aliases.items())]
+    for where, reference in named:
+        problem = reference_problem(reference)
+        if problem is not None:
+            raise UserError(f"{where}: {reference!r}: {problem}")
