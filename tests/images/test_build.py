@@ -131,6 +131,61 @@ def test_unknown_pip_options_and_bad_mirrors_are_refused():
 # -- this machine's sources ----------------------------------------------------------------------
 
 
+SPLITS = (
+    "contains white space, a comma or a control character, which would split it into more "
+    "settings; give one URL, host or path"
+)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--debian-mirror", "http://m/debian\ndeb [trusted=yes] http://evil/ bookworm main"],
+            "--debian-mirror 'http://m/debian\\ndeb [trusted=yes] http://evil/ bookworm main'",
+        ),
+        (
+            ["--pip-index-url", "https://m/simple\n[global]\nindex-url = https://evil/"],
+            "--pip-index-url 'https://m/simple\\n[global]\\nindex-url = https://evil/'",
+        ),
+        (
+            ["--pip-trusted-host", "m.example evil.example"],
+            "--pip-trusted-host 'm.example evil.example'",
+        ),
+        (
+            ["--ca-bundle", "/etc/ssl/ca.pem,id=pip-config,src=/etc/shadow"],
+            "--ca-bundle '/etc/ssl/ca.pem,id=pip-config,src=/etc/shadow'",
+        ),
+    ],
+)
+def test_build_settings_that_would_add_config_lines_or_secret_keys_exit_2_naming_the_flag(
+    capsys: pytest.CaptureFixture, flags: list[str], message: str
+):
+    assert main(["images", "configure", *flags]) == 2
+    assert capsys.readouterr() == ("", f"error: {message}: {SPLITS}\n")
+
+
+def test_a_base_image_that_is_an_option_is_refused(capsys: pytest.CaptureFixture):
+    assert main(["images", "configure", "--base-image=--help"]) == 2
+    assert capsys.readouterr().err == (
+        "error: --base-image '--help': not a valid image reference "
+        "([REGISTRY/]REPOSITORY[:TAG][@DIGEST], lower-case repository); name the image as a "
+        "registry would\n"
+    )
+
+
+def test_a_local_pip_directory_with_a_colon_is_refused(tmp_path: Path):
+    wheels = tmp_path / "wheels:/etc"
+    wheels.mkdir(parents=True)
+    settings = BuildSettings(pip={"find-links": (str(wheels),)})
+    with pytest.raises(UserError) as raised:
+        settings.for_build(CHAINERMN_CPU, tmp_path)
+    assert str(raised.value) == (
+        f"pip location {str(wheels)!r}: {wheels} holds ':', which the engine's --volume would "
+        "split at; use a directory without ':'"
+    )
+
+
 def test_one_line_sources_are_read_with_their_options_skipped():
     text = (
         "# a comment\n"
