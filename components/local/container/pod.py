@@ -74,6 +74,8 @@ class ContainerPodRun(LocalPod):
     def __init__(self, plan: PodPlan, host: PodHost, run: ContainerRun) -> None:
         super().__init__(plan, host, run)
         self.engine_name = f"{run.network.name}-{plan.name}"
+        self.sub_paths: dict[str, list[tuple[str, Path, str]]] = {}
+        """Container -> (field, volume directory, subPath): checked again at each start."""
         self.requests = {
             container["name"]: self._request(group, index, container)
             for group in ("initContainers", "containers")
@@ -137,6 +139,10 @@ class ContainerPodRun(LocalPod):
                 )
             if mount.get("subPath"):
                 # Validation refused '..' and absolute paths; inside() checks symlinks too.
+                field = f"{where}.volumeMounts[{index}].subPath"
+                self.sub_paths.setdefault(container["name"], []).append(
+                    (field, source, mount["subPath"])
+                )
                 source = inside(source, mount["subPath"])
             # configMap and secret volumes are always mounted read-only by the kubelet.
             volume = volumes[mount["name"]]
@@ -189,6 +195,7 @@ class ContainerPodRun(LocalPod):
 
     def start(self, container: str) -> None:
         assert self.sandbox is not None
+        self._check_sub_paths(container)
         request, _ = self.requests[container]
         # The client's own environment is the engine's: the container's env is in its file.
         spec = ProcessSpec(
@@ -198,6 +205,20 @@ class ContainerPodRun(LocalPod):
             self.name, container, spec, self.sandbox, self.run.sink
         )
         self.run.publish()
+
+    def _check_sub_paths(self, container: str) -> None:
+        """A container that ran before (an init container) may have replaced a subPath of an
+        emptyDir by a link out of it: the engine would follow it on the host. Checked again
+        here, as the kubelet checks a subPath when it starts each container; a container still
+        running beside this one could swap it after the check (see README, Isolation)."""
+        for field, volume, sub_path in self.sub_paths.get(container, []):
+            try:
+                inside(volume, sub_path)
+            except UserError:
+                raise UserError(
+                    f"{field}: {sub_path!r} now leads outside its volume (a container replaced "
+                    f"it with a link); container {container} of pod {self.name} is not started"
+                ) from None
 
     def finish(self, container: str) -> None:
         """After a container exited (the engine removed it): collect the rest of its output."""

@@ -152,6 +152,38 @@ def _engine_clients(container: str) -> list[bytes]:
     return found
 
 
+@needs_image
+def test_a_sub_path_an_init_container_turned_into_a_link_out_is_not_mounted(
+    tmp_path: Path, host_secret: Path
+):
+    job = single_pod("subpath", IMAGE, ["sh", "-c", f"cat /mnt{host_secret}"])
+    template = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    template["volumes"] = [{"name": "data", "emptyDir": {}}]
+    template["containers"][0]["volumeMounts"] = [
+        {"name": "data", "mountPath": "/mnt", "subPath": "sub"}
+    ]
+    template["initContainers"] = [
+        {
+            "name": "swap",
+            "image": IMAGE,
+            "command": ["sh", "-c", "rmdir /data/sub && ln -s / /data/sub"],
+            "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+        }
+    ]
+    run = Run(write_job(tmp_path / "job.yaml", job), tmp_path / "run", *CONTAINER)
+
+    assert run.exit_code == 1
+    assert (run.summary["outcome"], run.summary["message"]) == (
+        "Failed",
+        "Job/subpath-master-0 pod template spec.containers[0].volumeMounts[0].subPath: 'sub' "
+        "now leads outside its volume (a container replaced it with a link); container pytorch "
+        "of pod subpath-master-0 is not started",
+    )
+    assert not (tmp_path / "run" / "logs" / "subpath-master-0.log").exists()  # no output
+    assert not any("host only" in line for line in run.lines)
+    assert left_by(run) == []
+
+
 # -- refused before anything is created ---------------------------------------------------------
 
 
