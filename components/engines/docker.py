@@ -25,6 +25,7 @@ from trainjobs.engines.engine import (
     container_flags,
     image_and_command,
     label_flags,
+    plain_value,
 )
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
@@ -47,7 +48,10 @@ class Docker(Engine):
         args = ["buildx", "build", "--load", "--provenance=false", f"--file={request.dockerfile}"]
         args.append(f"--tag={request.tag}")
         args += [f"--build-arg={key}={value}" for key, value in sorted(request.build_args.items())]
-        args += [f"--secret=id={key},src={path}" for key, path in sorted(request.secrets.items())]
+        args += [
+            f"--secret=id={key},src={plain_value(str(path), ',', 'build secret file')}"
+            for key, path in sorted(request.secrets.items())
+        ]
         args += label_flags(request.labels)
         self.stream([*args, str(request.context)], output)
 

@@ -76,7 +76,11 @@ class PodRequest:
 
 @dataclass(frozen=True)
 class ContainerRequest:
-    """One container of a pod, run attached: its output is the client's, its exit code too."""
+    """One container of a pod, run attached: its output is the client's, its exit code too.
+
+    Every field is a value, never option syntax: the adapters quote or refuse what the
+    engine's parser would read as more than one value (:func:`mount_flag`,
+    :func:`env_file_text`)."""
 
     name: str
     pod: str
@@ -86,16 +90,15 @@ class ContainerRequest:
     args: tuple[str, ...]
     """Replaces the image's CMD when given (or when the entrypoint is replaced)."""
     env_file: Path
-    """KEY=VALUE lines (values without newlines)."""
-    env_names: tuple[str, ...] = ()
-    """Variables whose value the client passes from its own environment (multi-line values)."""
+    """NAME=VALUE lines (:func:`write_env_file`): the container's env, read by the engine
+    from this private file, never through the client's own environment."""
     mounts: tuple[Mount, ...] = ()
     workdir: str | None = None
     user: str | None = None
     read_only_root: bool = False
-    cap_add: tuple[str, ...] = ()
-    cap_drop: tuple[str, ...] = ()
-    no_new_privileges: bool = False
+    capabilities: tuple[str, ...] = ()
+    """The container's whole capability set (names without ``CAP_``): every other one is
+    dropped. ``no_new_privs`` is always set."""
     labels: dict[str, str] = field(default_factory=dict)
 
 
@@ -166,7 +169,7 @@ class Engine(ABC):
     def image_exists(self, reference: str) -> bool:
         return (
             subprocess.run(
-                self.command("image", "inspect", "--format", "{{.Id}}", reference),
+                self.command("image", "inspect", "--format", "{{.Id}}", "--", reference),
                 capture_output=True,
                 env=self.env,
                 check=False,
@@ -177,18 +180,18 @@ class Engine(ABC):
     def image_label(self, reference: str, key: str) -> str | None:
         """A label of a local image, or None (no such label)."""
         value = self.call(
-            "image", "inspect", "--format", f'{{{{index .Config.Labels "{key}"}}}}', reference
+            "image", "inspect", "--format", f'{{{{index .Config.Labels "{key}"}}}}', "--", reference
         ).strip()
         return value if value and value != "<no value>" else None
 
     def history(self, reference: str) -> list[str]:
         """What made each layer of an image (its history's created_by), newest first."""
-        text = self.call("history", "--no-trunc", "--format", "{{.CreatedBy}}", reference)
+        text = self.call("history", "--no-trunc", "--format", "{{.CreatedBy}}", "--", reference)
         return text.splitlines()
 
     def image_config(self, reference: str) -> str:
         """The image's configuration and metadata as the engine prints them (JSON)."""
-        return self.call("image", "inspect", reference)
+        return self.call("image", "inspect", "--", reference)
 
     @staticmethod
     def usable(executable: str) -> bool:
@@ -208,7 +211,7 @@ class Engine(ABC):
         self.call(*args, str(tarball), reference)
 
     def remove_image(self, reference: str) -> None:
-        self.call("rmi", "--force", reference, check=False)
+        self.call("rmi", "--force", "--", reference, check=False)
 
     # -- pods, containers, networks --------------------------------------------------------
 
@@ -260,32 +263,128 @@ def label_flags(labels: dict[str, str]) -> list[str]:
 
 
 def container_flags(request: ContainerRequest) -> list[str]:
-    """The flags of ``run`` both engines spell alike."""
-    flags = [f"--name={request.name}", f"--env-file={request.env_file}"]
-    flags += [f"--env={name}" for name in request.env_names]
-    for mount in request.mounts:
-        options = ",ro" if mount.read_only else ""
-        flags.append(f"--mount=type=bind,source={mount.source},target={mount.target}{options}")
+    """The flags of ``run`` both engines spell alike: one argument per flag, each value
+    whole (``--flag=value``), so no value can start another flag."""
+    flags = [f"--name={request.name}", f"--env-file={csv_field(str(request.env_file))}"]
+    flags += [mount_flag(mount) for mount in request.mounts]
     if request.workdir:
         flags.append(f"--workdir={request.workdir}")
     if request.user:
         flags.append(f"--user={request.user}")
     if request.read_only_root:
         flags.append("--read-only")
-    flags += [f"--cap-add={cap}" for cap in request.cap_add]
-    flags += [f"--cap-drop={cap}" for cap in request.cap_drop]
-    if request.no_new_privileges:
-        flags.append("--security-opt=no-new-privileges")
+    # Everything not granted is dropped; no setuid program or file capability adds more.
+    flags.append("--cap-drop=all")
+    flags += [f"--cap-add={capability}" for capability in request.capabilities]
+    flags.append("--security-opt=no-new-privileges")
     flags += label_flags(request.labels)
     return flags
 
 
 def image_and_command(request: ContainerRequest) -> list[str]:
-    """``--entrypoint`` (as JSON: an argv, not a shell line), the image, then the args."""
+    """``--entrypoint`` (as JSON: an argv, not a shell line), ``--`` (what follows is never an
+    option, even an image named ``--help``), the image, then the args."""
     flags = []
     if request.entrypoint is not None:
         flags.append(f"--entrypoint={json.dumps(list(request.entrypoint))}")
-    return [*flags, request.image, *request.args]
+    return [*flags, "--", request.image, *request.args]
+
+
+# -- values inside an engine's option syntax --------------------------------------------------
+
+CSV_SPECIAL = (",", '"')
+"""What makes a field of a comma-separated flag value need quoting."""
+
+
+def csv_field(text: str) -> str:
+    """One field of a flag value the engine splits as CSV, quoted when it must be.
+
+    podman reads ``--mount`` with Go's ``encoding/csv`` (``findMountType`` in
+    containers/podman ``pkg/specgenutil/volumes.go``) and ``--env-file`` as a pflag string
+    slice (CSV too); docker reads ``--mount`` the same way (docker/cli ``opts/mount.go``). In
+    Go's CSV a field in double quotes may hold commas, and ``""`` is one quote: such a field
+    is one value, whatever it holds. Line breaks are refused before (:func:`path_problem`):
+    the reader turns ``\r\n`` inside quotes into ``\n``."""
+    problem = path_problem(text)
+    if problem is not None:
+        raise UserError(f"{text!r}: {problem}")
+    if any(special in text for special in CSV_SPECIAL):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def path_problem(text: str) -> str | None:
+    """Why a path cannot be handed to an engine as one value, or None."""
+    if any(ord(character) < 0x20 or ord(character) == 0x7F for character in text):
+        return (
+            "contains a control character (a line break, tab or NUL), which the engine's "
+            "option syntax cannot carry; rename it"
+        )
+    return None
+
+
+def plain_value(text: str, forbidden: str, what: str) -> str:
+    """A value an engine splits at ``forbidden`` characters without any quoting (buildah's
+    ``--secret`` and ``--volume`` of a build: containers/buildah ``pkg/parse/parse.go``),
+    refused when it holds one, or a control character."""
+    problem = path_problem(text)
+    if problem is None and any(character in text for character in forbidden):
+        listed = " or ".join(repr(character) for character in forbidden)
+        problem = f"contains {listed}, where the engine would split it; rename it"
+    if problem is not None:
+        raise UserError(f"{what} {text!r}: {problem}")
+    return text
+
+
+def mount_flag(mount: Mount) -> str:
+    """``--mount=type=bind,source=...,target=...[,ro]``, each path one quoted field."""
+    for path in (str(mount.source), mount.target):
+        problem = path_problem(path)
+        if problem is not None:
+            raise UserError(f"mount path {path!r}: {problem}")
+    fields = ["type=bind", f"source={mount.source}", f"target={mount.target}"]
+    if mount.read_only:
+        fields.append("ro")
+    return "--mount=" + ",".join(csv_field(value) for value in fields)
+
+
+ENV_FILE_LINE_LIMIT = 65535
+"""Bytes in one line of an env file: both engines read it with Go's ``bufio.Scanner``, whose
+longest line is 64 KiB (``bufio.MaxScanTokenSize``)."""
+
+
+def env_problem(name: str, value: str) -> str | None:
+    """Why ``name=value`` cannot be one line of an env file as the engines parse it, or None.
+
+    podman's ``ParseFile`` (containers/podman ``pkg/env/env.go``) reads one variable per line,
+    drops lines that start with ``#`` after leading white space, splits at the first ``=`` and
+    takes a line without ``=`` (or a name ending in ``*``) from the *client's* environment;
+    docker's ``--env-file`` (docker/cli ``opts/file.go``) reads lines the same way and refuses
+    names with white space."""
+    unsafe = "=" in name or name.startswith("#") or name.endswith("*")
+    if not name or unsafe or any(c.isspace() or not c.isprintable() for c in name):
+        return f"the name {name!r} cannot be one line of an env file; rename it"
+    if "\n" in value or "\r" in value or "\0" in value:
+        return (
+            "contains a line break (or NUL), which a container run cannot pass to the "
+            "container privately (the engine reads env files line by line); put multi-line "
+            "text in a ConfigMap volume, or use --runtime process"
+        )
+    if len(f"{name}={value}".encode("utf-8", "replace")) > ENV_FILE_LINE_LIMIT:
+        return (
+            f"is longer than an env file line may be ({ENV_FILE_LINE_LIMIT} bytes); put it in "
+            "a ConfigMap volume"
+        )
+    return None
+
+
+def env_file_text(env: dict[str, str]) -> str:
+    """The env file of a container: ``NAME=VALUE`` per line, every line checked."""
+    for name, value in env.items():
+        problem = env_problem(name, value)
+        if problem is not None:
+            raise UserError(f"env {name}: {problem}")
+    return "".join(f"{name}={value}\n" for name, value in env.items())
 
 
 def _adapters() -> dict[str, type[Engine]]:

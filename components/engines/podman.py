@@ -21,6 +21,7 @@ from trainjobs.engines.engine import (
     container_flags,
     image_and_command,
     label_flags,
+    plain_value,
 )
 
 
@@ -31,8 +32,14 @@ class Podman(Engine):
         args = ["build", "--layers", f"--file={request.dockerfile}"]
         args.append(f"--tag={request.tag}")
         args += [f"--build-arg={key}={value}" for key, value in sorted(request.build_args.items())]
-        args += [f"--secret=id={key},src={path}" for key, path in sorted(request.secrets.items())]
-        args += [f"--volume={host}:{inside}:ro" for host, inside in sorted(request.volumes.items())]
+        args += [
+            f"--secret=id={key},src={plain_value(str(path), ',', 'build secret file')}"
+            for key, path in sorted(request.secrets.items())
+        ]
+        args += [
+            f"--volume={plain_value(str(host), ',:', 'build directory')}:{inside}:ro"
+            for host, inside in sorted(request.volumes.items())
+        ]
         args += label_flags(request.labels)
         self.stream([*args, str(request.context)], output)
 

@@ -19,6 +19,7 @@ builds as predefined build args, which they keep out of the history.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
@@ -34,6 +35,7 @@ from trainjobs.images.dockerfiles import (
     PIP_CONFIG_SECRET,
     SECRETS_DIR,
 )
+from trainjobs.images.references import reference_problem
 
 BUILD_MOUNTS = "/run/build"
 """Where local directories pip reads are mounted during a build."""
@@ -67,11 +69,37 @@ class BuildSettings:
         if unknown:
             known = ", ".join(PIP_OPTIONS)
             raise UserError(f"pip option {unknown[0]!r} is not a build setting (known: {known})")
+        self._check_values()
         if self.ca_bundle is not None and not self.ca_bundle.is_file():
             raise UserError(f"--ca-bundle {self.ca_bundle}: no such file")
         for mirror in (self.debian_mirror, self.debian_security_mirror):
             if mirror is not None and urlparse(mirror).scheme not in ("http", "https"):
                 raise UserError(f"Debian mirror {mirror!r}: expected an http:// or https:// URL")
+
+    def _check_values(self) -> None:
+        """Each value stays one value in the files and flags a build gets: no line of apt's or
+        pip's configuration, no key of an engine's ``--secret`` or ``--volume``, can be added."""
+        for flag, reference in (
+            ("--base-image", self.debian_base_image),
+            ("--kubectl-image", self.kubectl_image),
+        ):
+            problem = None if reference is None else reference_problem(reference)
+            if problem is not None:
+                raise UserError(f"{flag} {reference!r}: {problem}")
+        values = [
+            ("--debian-mirror", self.debian_mirror),
+            ("--debian-security-mirror", self.debian_security_mirror),
+            ("--ca-bundle", None if self.ca_bundle is None else str(self.ca_bundle)),
+        ]
+        values += [
+            (pip_flag(option), value) for option, given in self.pip.items() for value in given
+        ]
+        for flag, value in values:
+            if value is not None and _SPLITS.search(value):
+                raise UserError(
+                    f"{flag} {value!r}: contains white space, a comma or a control character, "
+                    "which would split it into more settings; give one URL, host or path"
+                )
 
     # -- saved as the project's default (out/engine/build-settings.json) -------------------
 
@@ -160,12 +188,29 @@ class BuildSettings:
         if not local.exists():
             raise UserError(f"pip location {value!r}: {local} does not exist on this machine")
         mounted = local.parent if parsed.scheme == "file" else local
+        if ":" in str(mounted):
+            raise UserError(
+                f"pip location {value!r}: {mounted} holds ':', which the engine's --volume "
+                "would split at; use a directory without ':'"
+            )
         inside = inputs.volumes.get(mounted)
         if inside is None:
             inside = inputs.volumes[mounted] = f"{BUILD_MOUNTS}/pip-{len(inputs.volumes)}"
         if parsed.scheme == "file":
             return f"file://{inside}/{local.name}"
         return inside
+
+
+def pip_flag(option: str) -> str:
+    """The flag that sets a pip option (timeout and retries come from ``--host-config``)."""
+    return f"--pip-{option}" if option in _FLAGGED else f"--host-config (pip's {option})"
+
+
+_FLAGGED = ("index-url", "extra-index-url", "find-links", "trusted-host")
+_SPLITS = re.compile(r"[\s,\x00-\x1f\x7f]")
+"""What splits a value: a line break starts an apt or pip configuration line, white space
+another word of it (apt's ``deb`` line, pip's list options), a comma another key of the engine's
+``--secret`` and ``--volume`` flags."""
 
 
 @dataclass

@@ -98,9 +98,31 @@ def record_call(caller: str, verb: str, resource: str, pod: str) -> None:
     path = os.path.join(os.path.dirname(os.environ[REGISTRY_ENV]), CALLS_LOG)
     descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
-        os.write(descriptor, f"{caller or '-'} {verb} {resource} {pod}\n".encode())
+        os.write(descriptor, call_line(caller or "-", verb, resource, pod).encode())
     finally:
         os.close(descriptor)
+
+
+def call_line(*fields: str) -> str:
+    """One line of ``api-calls.log``: a name sent by a pod cannot add a line or a field."""
+    return " ".join(log_field(field) for field in fields) + "\n"
+
+
+def log_field(text: str) -> str:
+    """``text`` with white space, line breaks, other unprintable characters and backslashes
+    escaped (``\\xNN``, ``\\uNNNN``), so that it stays one field of one line."""
+    return "".join(
+        character
+        if character.isprintable() and not character.isspace() and character != "\\"
+        else _escaped(ord(character))
+        for character in text
+    )
+
+
+def _escaped(code: int) -> str:
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def authorize(registry: dict[str, Any], verb: str, resource: str, pod: str) -> None:

@@ -95,6 +95,7 @@ from trainjobs.local.network import (
     netns_available,
 )
 from trainjobs.local.pod_run import POLL_SECONDS, PodRun, stop_pods
+from trainjobs.local.pod_security import check_baseline
 from trainjobs.local.pods import (
     LogSink,
     kill_all,
@@ -138,6 +139,7 @@ def run_job(job: JobDefinition, options: RunOptions | None = None) -> RunResult:
     if options.network not in NETWORK_MODES:
         raise UserError(f"--network must be one of {', '.join(NETWORK_MODES)}")
     plan = plan_cluster(job.graph, job.success_jobs, job.success_any)
+    check_baseline(plan)  # both runtimes: the same specs run (README: what each isolates)
     if options.runtime == "container":
         from trainjobs.local.container.runtime import container_run
 

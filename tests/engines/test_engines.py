@@ -39,13 +39,11 @@ REQUEST = ContainerRequest(
     entrypoint=("mpiexec", "-n", "3"),
     args=("python3", "/train_mnist.py"),
     env_file=Path("/run/dir/pods/pod/env/main.env"),
-    env_names=("MULTI_LINE",),
     mounts=(Mount(Path("/run/dir/network/hosts"), "/etc/hosts", read_only=True),),
     workdir="/work",
     user="65534:65534",
     read_only_root=True,
-    cap_drop=("ALL",),
-    no_new_privileges=True,
+    capabilities=("CHOWN", "KILL"),
     labels={RUN_LABEL: "1"},
 )
 
@@ -59,15 +57,17 @@ def test_podman_runs_a_pods_container_attached_removed_and_never_pulled():
         "--pod=tj-1-pod",
         "--name=tj-1-pod-main",
         "--env-file=/run/dir/pods/pod/env/main.env",
-        "--env=MULTI_LINE",
         "--mount=type=bind,source=/run/dir/network/hosts,target=/etc/hosts,ro",
         "--workdir=/work",
         "--user=65534:65534",
         "--read-only",
-        "--cap-drop=ALL",
+        "--cap-drop=all",
+        "--cap-add=CHOWN",
+        "--cap-add=KILL",
         "--security-opt=no-new-privileges",
         "--label=io.trainjobs.run=1",
         '--entrypoint=["mpiexec", "-n", "3"]',
+        "--",
         "trainjobs/chainermn:7.8.1",
         "python3",
         "/train_mnist.py",
@@ -93,7 +93,13 @@ def test_a_container_without_command_keeps_the_images_entrypoint():
     request = ContainerRequest(
         name="c", pod="p", image="img:1", entrypoint=None, args=(), env_file=Path("/e")
     )
-    assert Podman("podman").run_command(request)[-2:] == ["--env-file=/e", "img:1"]
+    assert Podman("podman").run_command(request)[-5:] == [
+        "--env-file=/e",
+        "--cap-drop=all",
+        "--security-opt=no-new-privileges",
+        "--",
+        "img:1",
+    ]
 
 
 def test_docker_refuses_build_settings_that_mount_local_directories():

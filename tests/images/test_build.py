@@ -16,8 +16,9 @@ import pytest
 
 from trainjobs.cli import main
 from trainjobs.core.errors import UserError
+from trainjobs.engines import settings as engine_settings
 from trainjobs.engines.engine import RECIPE_LABEL, available_engines
-from trainjobs.images import kubectl_stand_in
+from trainjobs.images import builder, kubectl_stand_in
 from trainjobs.images.build_settings import BuildSettings
 from trainjobs.images.builder import cpu_images, saved_settings
 from trainjobs.images.catalogue import IMAGES
@@ -129,6 +130,79 @@ def test_unknown_pip_options_and_bad_mirrors_are_refused():
 
 
 # -- this machine's sources ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def saved_elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where `images configure` saves, instead of the project's settings (which other runs
+    use), should a refusal ever fail to stop it."""
+    directory = tmp_path / "engine"
+    directory.mkdir()
+    monkeypatch.setattr(builder, "SETTINGS_FILE", directory / "build-settings.json")
+    write = engine_settings.write_containers_conf
+    monkeypatch.setattr(
+        engine_settings, "write_containers_conf", lambda: write(directory / "containers.conf")
+    )
+    return directory
+
+
+SPLITS = (
+    "contains white space, a comma or a control character, which would split it into more "
+    "settings; give one URL, host or path"
+)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--debian-mirror", "http://m/debian\ndeb [trusted=yes] http://evil/ bookworm main"],
+            "--debian-mirror 'http://m/debian\\ndeb [trusted=yes] http://evil/ bookworm main'",
+        ),
+        (
+            ["--pip-index-url", "https://m/simple\n[global]\nindex-url = https://evil/"],
+            "--pip-index-url 'https://m/simple\\n[global]\\nindex-url = https://evil/'",
+        ),
+        (
+            ["--pip-trusted-host", "m.example evil.example"],
+            "--pip-trusted-host 'm.example evil.example'",
+        ),
+        (
+            ["--ca-bundle", "/etc/ssl/ca.pem,id=pip-config,src=/etc/shadow"],
+            "--ca-bundle '/etc/ssl/ca.pem,id=pip-config,src=/etc/shadow'",
+        ),
+    ],
+)
+def test_build_settings_that_would_add_config_lines_or_secret_keys_exit_2_naming_the_flag(
+    capsys: pytest.CaptureFixture, saved_elsewhere: Path, flags: list[str], message: str
+):
+    assert main(["images", "configure", *flags]) == 2
+    assert capsys.readouterr() == ("", f"error: {message}: {SPLITS}\n")
+    assert list(saved_elsewhere.iterdir()) == []
+
+
+def test_a_base_image_that_is_an_option_is_refused(
+    capsys: pytest.CaptureFixture, saved_elsewhere: Path
+):
+    assert main(["images", "configure", "--base-image=--help"]) == 2
+    assert list(saved_elsewhere.iterdir()) == []
+    assert capsys.readouterr().err == (
+        "error: --base-image '--help': not a valid image reference "
+        "([REGISTRY/]REPOSITORY[:TAG][@DIGEST], lower-case repository); name the image as a "
+        "registry would\n"
+    )
+
+
+def test_a_local_pip_directory_with_a_colon_is_refused(tmp_path: Path):
+    wheels = tmp_path / "wheels:/etc"
+    wheels.mkdir(parents=True)
+    settings = BuildSettings(pip={"find-links": (str(wheels),)})
+    with pytest.raises(UserError) as raised:
+        settings.for_build(CHAINERMN_CPU, tmp_path)
+    assert str(raised.value) == (
+        f"pip location {str(wheels)!r}: {wheels} holds ':', which the engine's --volume would "
+        "split at; use a directory without ':'"
+    )
 
 
 def test_one_line_sources_are_read_with_their_options_skipped():

@@ -15,6 +15,12 @@ the run's ``api-calls.log`` as it does.
   goes back. If the caller goes away (Open MPI ends its rsh agents), the exec is ended too.
 
 Anything else is refused with the process stand-in's usage message.
+
+A pod cannot exhaust the host through its socket: each pod's calls are served by at most
+:data:`CALLS_PER_POD` threads at a time (more callers wait in the socket's backlog, as they
+would for a busy API server), a call must be sent whole within :data:`REQUEST_SECONDS` or its
+connection is closed, and the names it sends are escaped in ``api-calls.log``
+(:func:`trainjobs.local.kubectl.call_line`).
 """
 
 from __future__ import annotations
@@ -24,18 +30,25 @@ import os
 import socket
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trainjobs.local.container.kubectl import SOCKET_NAME, decode
 from trainjobs.local.files import open_log
-from trainjobs.local.kubectl import CALLS_LOG, PROGRAM, USAGE, parse_call
+from trainjobs.local.kubectl import CALLS_LOG, PROGRAM, USAGE, call_line, parse_call
 
 if TYPE_CHECKING:
     from trainjobs.local.container.pod import ContainerPodRun
     from trainjobs.local.container.runtime import ContainerRun
 
 _MAX_REQUEST = 1 << 20
+_CHUNK = 1 << 16
+CALLS_PER_POD = 64
+"""Calls of one pod served at once, at least (a pod may exec into every other pod at once:
+Open MPI starts its daemons in parallel), each with a thread and, for an exec, a second."""
+REQUEST_SECONDS = 10.0
+"""How long a connection may take to send its call: idle connections are closed."""
 
 
 class CallFailed(Exception):
@@ -55,6 +68,7 @@ class ApiServer:
         self.listeners: list[socket.socket] = []
         self.calls: set[subprocess.Popen[bytes]] = set()
         self.lock = threading.Lock()
+        self.closed = False
 
     def directory(self, pod: str) -> Path:
         """What the pod mounts as its service account directory."""
@@ -83,37 +97,61 @@ class ApiServer:
         (directory / SOCKET_NAME).chmod(0o666)
         listener.listen(16)
         self.listeners.append(listener)
-        threading.Thread(target=self._accept, args=(listener, pod), daemon=True).start()
+        slots = threading.BoundedSemaphore(max(CALLS_PER_POD, 2 * len(self.run.pods)))
+        threading.Thread(target=self._accept, args=(listener, pod, slots), daemon=True).start()
 
     def close(self) -> None:
+        self.closed = True
         for listener in self.listeners:
             listener.close()
         with self.lock:
             for call in self.calls:
                 call.kill()
 
-    def _accept(self, listener: socket.socket, caller: ContainerPodRun) -> None:
-        while True:
+    def _accept(
+        self, listener: socket.socket, caller: ContainerPodRun, slots: threading.Semaphore
+    ) -> None:
+        """Accept a call only when one of the pod's slots is free; each call frees its own."""
+        while not self.closed:
+            if not slots.acquire(timeout=1.0):
+                continue
             try:
                 connection, _ = listener.accept()
             except OSError:
+                slots.release()
                 return
-            threading.Thread(target=self._serve, args=(connection, caller), daemon=True).start()
+            threading.Thread(
+                target=self._serve, args=(connection, caller, slots), daemon=True
+            ).start()
 
-    def _serve(self, connection: socket.socket, caller: ContainerPodRun) -> None:
+    def _serve(
+        self, connection: socket.socket, caller: ContainerPodRun, slots: threading.Semaphore
+    ) -> None:
+        try:
+            self._answer(connection, caller)
+        finally:
+            slots.release()
+
+    def _answer(self, connection: socket.socket, caller: ContainerPodRun) -> None:
         fds: list[int] = []
         code = 1
         try:
-            data, fds, _, _ = socket.recv_fds(connection, _MAX_REQUEST, 3)
+            # The whole call within REQUEST_SECONDS (an idle or trickling connection is
+            # closed), then no limit: an exec lasts as long as its command.
+            deadline = time.monotonic() + REQUEST_SECONDS
+            connection.settimeout(REQUEST_SECONDS)
+            data, fds, _, _ = socket.recv_fds(connection, _CHUNK, 3)
             argv = decode(data)
             while argv is None and len(data) < _MAX_REQUEST:
-                more = connection.recv(_MAX_REQUEST)
+                connection.settimeout(max(deadline - time.monotonic(), 0.001))
+                more = connection.recv(_CHUNK)
                 if not more:
                     return
                 data += more
                 argv = decode(data)
             if argv is None or len(fds) != 3:
                 return
+            connection.settimeout(None)
             try:
                 code = self._call(argv, caller, fds, connection)
             except CallFailed as failure:
@@ -163,7 +201,7 @@ class ApiServer:
         with self.lock:
             descriptor = open_log(self.run.run_dir / CALLS_LOG)
             try:
-                os.write(descriptor, f"{caller} {verb} {resource} {pod}\n".encode())
+                os.write(descriptor, call_line(caller, verb, resource, pod).encode())
             finally:
                 os.close(descriptor)
 

@@ -21,6 +21,7 @@ from trainjobs.images import kubectl_stand_in
 from trainjobs.images.builder import Say, ensure, saved_settings
 from trainjobs.images.catalogue import IMAGES
 from trainjobs.images.local_images import prepare
+from trainjobs.images.references import reference_problem
 from trainjobs.local.cluster import ClusterPlan
 
 
@@ -28,6 +29,7 @@ def local_images(
     plan: ClusterPlan, engine: Engine, aliases: dict[str, str], say: Say
 ) -> dict[str, str]:
     """The job's image references -> the local images the engine runs for them."""
+    check_references(plan, aliases)
     wanted = {
         container["image"]
         for pod in plan.pods
@@ -60,3 +62,19 @@ def local_images(
                 "run it as another local image with --map-image REF=LOCAL"
             )
     return resolved
+
+
+def check_references(plan: ClusterPlan, aliases: dict[str, str]) -> None:
+    """Only valid image references reach the engine (never ``--help``, an option): the
+    kubelet would report InvalidImageName for the rest."""
+    named = [
+        (f"{pod.owner} pod template spec.{group}[{index}].image", container["image"])
+        for pod in plan.pods
+        for group in ("initContainers", "containers")
+        for index, container in enumerate(pod.spec.get(group) or [])
+    ]
+    named += [(f"--map-image {ref}={target}", target) for ref, target in sorted(aliases.items())]
+    for where, reference in named:
+        problem = reference_problem(reference)
+        if problem is not None:
+            raise UserError(f"{where}: {reference!r}: {problem}")

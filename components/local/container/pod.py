@@ -6,9 +6,10 @@ What a pod template becomes on the engine, as the kubelet would make it:
 - each container: the job's image with Kubernetes' rules for ``command`` (replaces the
   ENTRYPOINT and drops CMD) and ``args`` (replace CMD); ``$(VAR)`` expansion; ``env`` with
   ``fieldRef`` and ``configMapKeyRef`` sources (the image's own ENV stays underneath, as the
-  engine keeps it); ``workingDir``; and from ``securityContext`` (container, then pod)
-  ``runAsUser``/``runAsGroup``, ``readOnlyRootFilesystem``, ``capabilities`` and
-  ``allowPrivilegeEscalation: false`` (``privileged`` is refused);
+  engine keeps it), from a private env file only; ``workingDir``; and from ``securityContext``
+  (container, then pod) ``runAsUser``/``runAsGroup``, ``readOnlyRootFilesystem`` and
+  ``capabilities`` (every other one dropped, :mod:`trainjobs.local.pod_security`), always with
+  ``no_new_privs`` (``allowPrivilegeEscalation: false``);
 - volumes: ``configMap`` (the ConfigMap's files, read-only, ``defaultMode`` and ``items``), the
   job's own ``secret`` volumes (the ssh transport's key pair, made for the run and removed with
   it) and ``emptyDir`` (an empty directory every container may write, fresh for each new pod),
@@ -27,7 +28,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainjobs.core.errors import UserError
-from trainjobs.engines.engine import ContainerRequest, Mount, PodRequest
+from trainjobs.engines.engine import (
+    ContainerRequest,
+    Mount,
+    PodRequest,
+    env_file_text,
+    env_problem,
+    path_problem,
+)
 from trainjobs.engines.owners import start_time
 from trainjobs.local import containers
 from trainjobs.local.cluster import PodPlan
@@ -35,6 +43,7 @@ from trainjobs.local.container.kubectl import SERVICE_ACCOUNT_DIR
 from trainjobs.local.files import inside, write_private
 from trainjobs.local.network import PodHost
 from trainjobs.local.pod_run import SHARED_CORES_ENV, LocalPod
+from trainjobs.local.pod_security import capabilities
 from trainjobs.local.pods import ContainerProcess, ProcessSpec
 
 if TYPE_CHECKING:
@@ -65,6 +74,8 @@ class ContainerPodRun(LocalPod):
     def __init__(self, plan: PodPlan, host: PodHost, run: ContainerRun) -> None:
         super().__init__(plan, host, run)
         self.engine_name = f"{run.network.name}-{plan.name}"
+        self.sub_paths: dict[str, list[tuple[str, Path, str]]] = {}
+        """Container -> (field, volume directory, subPath): checked again at each start."""
         self.requests = {
             container["name"]: self._request(group, index, container)
             for group in ("initContainers", "containers")
@@ -90,7 +101,8 @@ class ContainerPodRun(LocalPod):
             if command
             else None
         )
-        security = _security(self.plan.spec, container, where)
+        _check_env(container, env, where)
+        security = _security(self.plan.spec, container)
         name = container["name"]
         return ContainerRequest(
             name=f"{self.engine_name}-{name}",
@@ -100,7 +112,6 @@ class ContainerPodRun(LocalPod):
             entrypoint=entrypoint,
             args=expanded,
             env_file=inside(self.directory, "env", f"{name}.env"),
-            env_names=tuple(key for key, value in env.items() if "\n" in value),
             mounts=self._mounts(container, where),
             workdir=container.get("workingDir"),
             labels=self.run.labels,
@@ -121,8 +132,17 @@ class ContainerPodRun(LocalPod):
                 raise UserError(
                     f"{where}.volumeMounts[{index}]: volume {mount['name']!r} is not defined"
                 )
+            problem = path_problem(mount["mountPath"])
+            if problem is not None:
+                raise UserError(
+                    f"{where}.volumeMounts[{index}].mountPath: {mount['mountPath']!r} {problem}"
+                )
             if mount.get("subPath"):
                 # Validation refused '..' and absolute paths; inside() checks symlinks too.
+                field = f"{where}.volumeMounts[{index}].subPath"
+                self.sub_paths.setdefault(container["name"], []).append(
+                    (field, source, mount["subPath"])
+                )
                 source = inside(source, mount["subPath"])
             # configMap and secret volumes are always mounted read-only by the kubelet.
             volume = volumes[mount["name"]]
@@ -175,13 +195,30 @@ class ContainerPodRun(LocalPod):
 
     def start(self, container: str) -> None:
         assert self.sandbox is not None
-        request, env = self.requests[container]
-        client_env = {**self.run.engine.env, **{name: env[name] for name in request.env_names}}
-        spec = ProcessSpec(self.run.engine.run_command(request), client_env, self.directory)
+        self._check_sub_paths(container)
+        request, _ = self.requests[container]
+        # The client's own environment is the engine's: the container's env is in its file.
+        spec = ProcessSpec(
+            self.run.engine.run_command(request), self.run.engine.env, self.directory
+        )
         self.processes[container] = ContainerProcess(
             self.name, container, spec, self.sandbox, self.run.sink
         )
         self.run.publish()
+
+    def _check_sub_paths(self, container: str) -> None:
+        """A container that ran before (an init container) may have replaced a subPath of an
+        emptyDir by a link out of it: the engine would follow it on the host. Checked again
+        here, as the kubelet checks a subPath when it starts each container; a container still
+        running beside this one could swap it after the check (see README, Isolation)."""
+        for field, volume, sub_path in self.sub_paths.get(container, []):
+            try:
+                inside(volume, sub_path)
+            except UserError:
+                raise UserError(
+                    f"{field}: {sub_path!r} now leads outside its volume (a container replaced "
+                    f"it with a link); container {container} of pod {self.name} is not started"
+                ) from None
 
     def finish(self, container: str) -> None:
         """After a container exited (the engine removed it): collect the rest of its output."""
@@ -219,27 +256,29 @@ class ContainerPodRun(LocalPod):
 
 
 def _write_env_file(path: Path, env: dict[str, str]) -> None:
-    """KEY=VALUE per line, private (env may hold credentials); multi-line values go by name."""
-    lines = [f"{key}={value}" for key, value in env.items() if "\n" not in value]
-    write_private(path, "\n".join(lines) + "\n")
+    """NAME=VALUE per line, private (env may hold credentials)."""
+    write_private(path, env_file_text(env))
 
 
-def _security(pod_spec: dict[str, Any], container: dict[str, Any], where: str) -> dict[str, Any]:
-    """The securityContext fields the engine applies (container settings win over the pod's)."""
+def _check_env(container: dict[str, Any], env: dict[str, str], where: str) -> None:
+    """Every variable must fit one env file line: name the field that does not."""
+    given = {item["name"]: index for index, item in enumerate(container.get("env") or [])}
+    for name, value in env.items():
+        problem = env_problem(name, value)
+        if problem is not None:
+            field = f".env[{given[name]}]" if name in given else ".env"
+            raise UserError(f"{where}{field}: {name}: {problem}")
+
+
+def _security(pod_spec: dict[str, Any], container: dict[str, Any]) -> dict[str, Any]:
+    """The securityContext fields the engine applies (container settings win over the pod's);
+    what baseline forbids was refused before (:mod:`trainjobs.local.pod_security`)."""
     pod = pod_spec.get("securityContext") or {}
     own = container.get("securityContext") or {}
-    if own.get("privileged"):
-        raise UserError(
-            f"{where}.securityContext.privileged: privileged containers are not run by local "
-            "runs; run this job on a cluster"
-        )
     user = own.get("runAsUser", pod.get("runAsUser"))
     group = own.get("runAsGroup", pod.get("runAsGroup"))
-    capabilities = own.get("capabilities") or {}
     return {
         "user": None if user is None else f"{user}" + ("" if group is None else f":{group}"),
         "read_only_root": bool(own.get("readOnlyRootFilesystem")),
-        "cap_add": tuple(capabilities.get("add") or ()),
-        "cap_drop": tuple(capabilities.get("drop") or ()),
-        "no_new_privileges": own.get("allowPrivilegeEscalation") is False,
+        "capabilities": capabilities(container),
     }

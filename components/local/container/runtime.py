@@ -24,7 +24,7 @@ from trainjobs.kinds.registry import JobDefinition
 from trainjobs.local.cluster import ClusterPlan, PodPlan
 from trainjobs.local.container.api import ApiServer
 from trainjobs.local.container.cleanup import remove_stale
-from trainjobs.local.container.images import local_images
+from trainjobs.local.container.images import check_references, local_images
 from trainjobs.local.container.network import ContainerNetwork
 from trainjobs.local.container.pod import ContainerPodRun
 from trainjobs.local.network import PodHost, PodName
@@ -103,6 +103,7 @@ def container_run(job: JobDefinition, plan: ClusterPlan, options: RunOptions) ->
         raise UserError(
             f"--network {options.network}: container runs always use a private engine network"
         )
+    check_references(plan, options.image_aliases)
     engine = find_engine(options.engine)
     stream = options.stream or sys.stdout
 

@@ -10,8 +10,10 @@ of an exec whose caller went away), not the engine, which the end-to-end runs co
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +22,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests.conftest import REPO
+from trainjobs.local.container import api as api_module
 from trainjobs.local.container.api import ApiServer
 
 
@@ -50,6 +53,13 @@ class Pod:
 
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[SimpleNamespace]:
+    server = _server(tmp_path)
+    yield SimpleNamespace(server=server, directory=server.directory("demo-master"))
+    server.close()
+
+
+def _server(tmp_path: Path) -> ApiServer:
+    """The API stand-in of a run of four pods, listening for the master."""
     master = Pod("demo-master", "demo-launcher", "Running", True)
     pods = [
         master,
@@ -74,8 +84,7 @@ def api(tmp_path: Path) -> Iterator[SimpleNamespace]:
     )
     server = ApiServer(run)  # type: ignore[arg-type]
     server.listen(master)  # type: ignore[arg-type]
-    yield SimpleNamespace(server=server, directory=server.directory("demo-master"))
-    server.close()
+    return server
 
 
 def kubectl(
@@ -206,3 +215,78 @@ def test_an_exec_ends_when_its_caller_goes_away(api: SimpleNamespace):
         time.sleep(0.05)
 
     assert not _running("31.25")
+
+
+# -- a hostile pod: idle connections, forged log lines ------------------------------------------
+
+
+def _connect(directory: Path) -> socket.socket | None:
+    """A connection that sends nothing; None once the backlog is full."""
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.setblocking(False)
+    try:
+        client.connect(str(directory / "trainjobs-api.sock"))
+    except BlockingIOError:
+        client.close()
+        return None
+    return client
+
+
+def _settle(count: int) -> int:
+    """The thread count once it reaches ``count`` (or after 10 s, whatever it is then)."""
+    deadline = time.monotonic() + 10
+    while threading.active_count() < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # room for more threads to appear, if the server made them
+    return threading.active_count()
+
+
+def test_idle_connections_hold_at_most_the_pods_slots(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(api_module, "CALLS_PER_POD", 8)  # 8 slots: 2 per pod of the run
+    monkeypatch.setattr(api_module, "REQUEST_SECONDS", 600.0)
+    before = threading.active_count()
+    server = _server(tmp_path)
+    clients = [_connect(server.directory("demo-master")) for _ in range(40)]
+    try:
+        # The accept thread, and one thread per slot: the other callers wait in the backlog.
+        assert _settle(before + 1 + 8) == before + 1 + 8
+        assert sum(client is not None for client in clients) > 8
+    finally:
+        for client in clients:
+            if client is not None:
+                client.close()
+        server.close()
+
+
+def test_an_idle_connection_is_closed_and_its_slot_serves_the_next_call(
+    tmp_path: Path, monkeypatch
+):
+    monkeypatch.setattr(api_module, "CALLS_PER_POD", 1)  # at least 2 per pod of the run: 8
+    monkeypatch.setattr(api_module, "REQUEST_SECONDS", 1.0)
+    server = _server(tmp_path)
+    directory = server.directory("demo-master")
+    idle = [_connect(directory) for _ in range(8)]
+    try:
+        for client in idle:
+            assert client is not None
+            client.setblocking(True)
+            client.settimeout(60)
+            assert client.recv(1) == b""  # closed by the server, not by this timeout
+        result = kubectl(directory, "get", "pod", "demo-worker-0", "-o", "jsonpath={.status.phase}")
+        assert (result.returncode, result.stdout) == (0, "Running")
+    finally:
+        for client in idle:
+            if client is not None:
+                client.close()
+        server.close()
+
+
+def test_a_pod_name_with_a_newline_cannot_forge_log_lines(api: SimpleNamespace, tmp_path: Path):
+    forged = "x\ndemo-master create pods/exec demo-worker-0\rdemo-master get pods y z"
+    result = kubectl(api.directory, "get", "pod", forged, "-o", "jsonpath={.status.phase}")
+
+    assert result.returncode == 1
+    assert (tmp_path / "api-calls.log").read_text() == (
+        "demo-master get pods x\\x0ademo-master\\x20create\\x20pods/exec\\x20demo-worker-0"
+        "\\x0ddemo-master\\x20get\\x20pods\\x20y\\x20z\n"
+    )
