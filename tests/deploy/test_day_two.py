@@ -5,6 +5,7 @@ Ctrl-C. Each test names the item of the day-two review it covers."""
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import yaml
 from tests.conftest import REPO
 from tests.deploy.engine import Engine
 from tests.deploy.test_lifecycle import (
+    LIFECYCLE_SECONDS,
     Stack,
     in_background,
     jobs_of,
@@ -42,6 +44,14 @@ def queued(**changes: Any) -> dict[str, Any]:
     return document
 
 
+def wait_started(kube: FakeKube, jobs: list[str]) -> None:
+    """Until every Job exists (a JobSet's come late) and runs."""
+    deadline = time.monotonic() + LIFECYCLE_SECONDS
+    while not all(kube.exists("jobs", job) and running(kube, job) for job in jobs):
+        assert time.monotonic() < deadline, [job for job in jobs if not kube.exists("jobs", job)]
+        time.sleep(0.02)
+
+
 @pytest.fixture
 def kube() -> Iterator[FakeKube]:
     with FakeKube(controllers=True, pod_grace_seconds=0.05) as fake:
@@ -67,7 +77,7 @@ def test_a_queued_job_whose_jobs_appear_3s_late_is_seen_through_by_trainjobs_wat
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
 
     code = in_background(lambda: cli_main(["watch", "pytorch-simple", "-n", NS]))
-    wait_running(kube, [MASTER, WORKER])
+    wait_started(kube, [MASTER, WORKER])
     kube.complete_job(MASTER)
     kube.complete_job(WORKER)
 
@@ -85,7 +95,7 @@ def test_the_pulumi_watcher_waits_for_a_queued_jobs_jobs(kube: FakeKube, engine:
     engine.up(program)
 
     outcome = in_background(lambda: engine.watch(program))
-    wait_running(kube, [MASTER, WORKER])
+    wait_started(kube, [MASTER, WORKER])
     kube.complete_job(MASTER)
     kube.complete_job(WORKER)
 
@@ -101,7 +111,7 @@ def tf_with_ttl(**run_policy: Any) -> dict[str, Any]:
     return document
 
 
-@pytest.mark.parametrize("change", ["backoffLimit", "label"])
+@pytest.mark.parametrize("change", ["backoffLimit", "activeDeadlineSeconds", "label"])
 def test_a_change_to_a_job_the_ttl_removed_never_fails(
     change: str, kube: FakeKube, engine: Engine, tmp_path: Path
 ) -> None:
@@ -114,11 +124,13 @@ def test_a_change_to_a_job_the_ttl_removed_never_fails(
     kube.wait_until(lambda: not kube.exists("jobs", "tf-mnist-chief-0"))
 
     document = tf_with_ttl()
-    if change == "backoffLimit":
-        document["spec"]["runPolicy"]["backoffLimit"] = 2
-    else:
-        document["metadata"].setdefault("labels", {})["team"] = "vision"
+    if change != "label":
+        document["spec"]["runPolicy"][change] = 3600
     changed = stack.write({"tf": document})
+    if change == "label":  # on the Job alone (job labels also reach the pod templates)
+        for registration in changed.kubernetes_objects():
+            if registration.inputs["kind"] == "Job":
+                registration.inputs["metadata"]["labels"]["team"] = "vision"
     engine.up(changed)  # no `--refresh`: Pulumi still believes in the removed chief
 
     assert ("create", "tf-mnist-chief-0") in engine.steps
