@@ -119,6 +119,7 @@ def test_check_fills_in_defaults_and_drops_everything_else(provider: JobCompleti
         "timeout_seconds": 86400,
         "fail_on_failure": True,
         "kubeconfig": None,
+        "mode": "finish",
     }
 
 
