@@ -18,6 +18,9 @@ watch streams, JSON and model deserialization as against a cluster. It serves:
 - PATCH (merge and strategic-merge patches, as the client sends for dicts), with the Job
   fields Kubernetes' ``ValidateJobSpecUpdate`` keeps immutable refused (422);
 - the StatefulSet scale subresource (GET/PATCH ``.../statefulsets/NAME/scale``);
+- jobset.x-k8s.io/v1alpha2 JobSets, stored as given; admission webhooks and controllers
+  are plugged in through ``webhooks`` and ``observers`` (the JobSet controller and webhook
+  and Kueue: tests/kubecontrollers.py);
 - pod logs (GET ``.../pods/NAME/log`` with ``container``, ``tailLines``, ``previous``).
 
 With ``controllers=True`` it also runs what the watcher depends on of the Job controller:
