@@ -28,7 +28,9 @@ from tests.deploy.test_lifecycle import (
 from tests.kubecontrollers import install_jobset, install_kueue
 from tests.kubefake import FakeKube
 from trainjobs.cli import main as cli_main
+from trainjobs.cluster.supervisor import WatchOptions, see_through
 from trainjobs.core.errors import SpecError
+from trainjobs.deploy.watch_target import watch_target
 from trainjobs.kinds.registry import load_job
 from trainjobs.review.preview import run_preview
 
@@ -302,3 +304,32 @@ def test_a_queued_job_name_the_jobset_webhook_would_refuse_is_refused_by_validat
     assert kube.create("jobsets", copy.deepcopy(dict(jobset.manifest)))["metadata"]["name"] == (
         "p" * 46
     )
+
+
+def test_a_jobset_whose_controller_never_creates_its_jobs_is_reported_so(
+    kube: FakeKube, engine: Engine, tmp_path: Path
+) -> None:
+    """No JobSet controller: after the bounded wait, the outcome says what is missing."""
+    stack = Stack(tmp_path / "project", {"queued": queued()}, **{"trainjobs:watch": "false"})
+    program = run_preview("test", stack.root)
+    engine.up(program)
+    target = watch_target(load_job(stack.root / "jobs" / "queued.yaml", NS), gated=False)
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    api = kube.api_client()
+    try:
+        options = WatchOptions(clock=lambda: now[0], sleep=sleep, jobset_start_seconds=5)
+        outcome = see_through(api, target, options=options)
+    finally:
+        api.close()
+
+    assert (outcome.status.phase, outcome.status.reason, outcome.status.message) == (
+        "Deleted",
+        "JobsNotCreated",
+        "JobSet default/pytorch-simple has no Job pytorch-simple-master-0 after 5s: is the "
+        "JobSet controller running (kubectl get pods -n jobset-system)?",
+    )
+    assert now[0] == 5.0
