@@ -18,6 +18,9 @@ watch streams, JSON and model deserialization as against a cluster. It serves:
 - PATCH (merge and strategic-merge patches, as the client sends for dicts), with the Job
   fields Kubernetes' ``ValidateJobSpecUpdate`` keeps immutable refused (422);
 - the StatefulSet scale subresource (GET/PATCH ``.../statefulsets/NAME/scale``);
+- jobset.x-k8s.io/v1alpha2 JobSets, stored as given; admission webhooks and controllers
+  are plugged in through ``webhooks`` and ``observers`` (the JobSet controller and webhook
+  and Kueue: tests/kubecontrollers.py);
 - pod logs (GET ``.../pods/NAME/log`` with ``container``, ``tailLines``, ``previous``).
 
 With ``controllers=True`` it also runs what the watcher depends on of the Job controller:
@@ -68,14 +71,20 @@ RESOURCES: dict[str, tuple[str, str]] = {
     "serviceaccounts": ("v1", "ServiceAccount"),
     "roles": ("rbac.authorization.k8s.io/v1", "Role"),
     "rolebindings": ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    "jobsets": ("jobset.x-k8s.io/v1alpha2", "JobSet"),
 }
 _PREFIXES = {
     "api/v1": "v1",
     "apis/batch/v1": "batch/v1",
     "apis/apps/v1": "apps/v1",
     "apis/rbac.authorization.k8s.io/v1": "rbac.authorization.k8s.io/v1",
+    "apis/jobset.x-k8s.io/v1alpha2": "jobset.x-k8s.io/v1alpha2",
 }
-_GROUPS = {"jobs": "jobs.batch", "statefulsets": "statefulsets.apps"}
+_GROUPS = {
+    "jobs": "jobs.batch",
+    "statefulsets": "statefulsets.apps",
+    "jobsets": "jobsets.jobset.x-k8s.io",
+}
 """The qualified resource the API server names in its messages (core resources: plain)."""
 
 JOB_IMMUTABLE = (
@@ -278,6 +287,13 @@ class FakeKube:
         self.watches_opened = 0
         self.on_patch: Callable[[Patch], None] | None = None
         """Called (on a server thread) after each PATCH is applied; used by the benchmark."""
+        self.webhooks: list[Callable[[str, str, Obj | None, Obj], None]] = []
+        """Admission webhooks: called (lock held) as (operation CREATE or UPDATE, resource,
+        old object or None, new object) before an object is stored; one may change the new
+        object (mutating) or raise ApiError (validating). See tests/kubecontrollers.py."""
+        self.observers: list[Callable[[str, str, Obj], None]] = []
+        """Controllers: called (lock held) as (resource, event type, object) after each
+        change; they act later, on threads of their own. See tests/kubecontrollers.py."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -636,6 +652,8 @@ class FakeKube:
             )
             api_version, kind = RESOURCES[resource]
             obj.update(apiVersion=api_version, kind=kind)
+            for admit in self.webhooks:
+                admit("CREATE", resource, None, obj)
             if resource == "jobs":
                 _job_defaults(obj)
             elif resource == "statefulsets":
@@ -704,6 +722,8 @@ class FakeKube:
                     obj["status"][key] = replicas
                 return self._put(resource, obj, "MODIFIED")
             updated = merge_patch(copy.deepcopy(obj), body)
+            for admit in self.webhooks:
+                admit("UPDATE", resource, obj, updated)
             if resource == "jobs":
                 _check_job_update(name, obj, updated)
             suspended = bool(obj["spec"].get("suspend")) if resource == "jobs" else False
@@ -946,6 +966,8 @@ class FakeKube:
         namespace = obj["metadata"]["namespace"]
         self._state.events.append(_Event(self._rv, resource, namespace, kind, copy.deepcopy(obj)))
         self._cond.notify_all()
+        for observe in self.observers:
+            observe(resource, kind, copy.deepcopy(obj))
 
     def _take_fault(self, request: Request) -> _Fault | None:
         with self._cond:

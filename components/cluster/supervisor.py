@@ -164,9 +164,24 @@ def run_watch(
     return Outcome(namespace, job_name, status, results, diagnosis)
 
 
+STARTED = "Started"
+"""The reason of an outcome that only says the run was started (``start_only``)."""
+
+JOBSET_START_SECONDS = 120.0
+"""How long a queued job's watch waits for the JobSet controller to create the Jobs of a
+JobSet that exists: it creates them after the JobSet is stored (jobset
+pkg/controllers/jobset_controller.go, a reconcile of the stored JobSet), usually within
+seconds; longer, and the controller is most likely not running."""
+
+JOBSET_POLL_SECONDS = 1.0
+
+
 @dataclasses.dataclass(frozen=True)
 class WatchOptions:
-    """How :func:`see_through` watches: deadlines, pacing, retries, and where it reports."""
+    """How :func:`see_through` watches: deadlines, pacing, retries, and where it reports.
+
+    ``start_only``: start the run and return (``trainjobs:watch start``): the outcome is
+    Running with reason :data:`STARTED`, and `trainjobs watch JOB` sees the run through."""
 
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
     report: Reporter = quiet
@@ -176,6 +191,8 @@ class WatchOptions:
     retry: RetryPolicy = DEFAULT_RETRY
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
+    start_only: bool = False
+    jobset_start_seconds: float = JOBSET_START_SECONDS
 
 
 def see_through(
@@ -228,11 +245,16 @@ def see_through(
         sleep=options.sleep,
     )
     assert jobs is not None
+    if target.jobset is not None and rules.master not in jobs:
+        jobs = _await_jobset_jobs(api, target, options)
+        if rules.master not in jobs and _jobset_exists(api, target, retry):
+            return _jobs_never_created(target, options)
     if target.gated and target.anchor is not None and target.run is not None:
         finished = read_record(api, namespace, target.anchor, retry=retry)
         if finished is not None and finished.run == target.run:
             return _already_ended(target, finished, jobs)
-    if not _run_over(rules, jobs, job_uid, namespace) and target.jobset is None:
+    over = _run_over(rules, jobs, job_uid, namespace)
+    if not over and target.jobset is None:
         stopped = [
             WorkerRef("Job", name)
             for name in rules.watched
@@ -242,6 +264,8 @@ def see_through(
         if stopped or sized:
             # Workers first: the Jobs that start next look for them.
             scale([*sized, *stopped], down=False)
+    if options.start_only and not over:
+        return _started(target)
     status = watch_job(
         api,
         namespace,
@@ -258,6 +282,85 @@ def see_through(
         sleep=options.sleep,
     )
     return _finish(api, target, status, scale, options)
+
+
+def _await_jobset_jobs(
+    api: ApiClient, target: WatchTarget, options: WatchOptions
+) -> dict[str, V1Job]:
+    """The job's Jobs once the JobSet controller has created its master, or whatever is
+    listed when the JobSet is gone or ``jobset_start_seconds`` have passed. Judging the
+    job before then would call a job that is about to start Deleted."""
+    rules, retry = target.rules, options.retry
+    deadline = options.clock() + options.jobset_start_seconds
+    options.report(
+        f"job {target.key}: waiting for the JobSet controller to create the Jobs of JobSet "
+        f"{target.namespace}/{target.jobset}"
+    )
+    while True:
+        jobs = call_with_retries(
+            api,
+            f"list the Jobs of {target.key}",
+            target.namespace,
+            lambda: _list(api, target.namespace, rules, target.selector, retry.request_timeout),
+            retry,
+            sleep=options.sleep,
+        )
+        assert jobs is not None
+        if rules.master in jobs or options.clock() >= deadline:
+            return jobs
+        if not _jobset_exists(api, target, retry):
+            return jobs
+        options.sleep(JOBSET_POLL_SECONDS)
+
+
+def _jobset_exists(api: ApiClient, target: WatchTarget, retry: RetryPolicy) -> bool:
+    from kubernetes import client
+
+    from trainjobs.core.jobset import API_VERSION
+
+    group, version = API_VERSION.split("/")
+    found = call_with_retries(
+        api,
+        f"read JobSet {target.namespace}/{target.jobset}",
+        target.namespace,
+        lambda: client.CustomObjectsApi(api).get_namespaced_custom_object(
+            group,
+            version,
+            target.namespace,
+            "jobsets",
+            target.jobset,
+            _request_timeout=retry.request_timeout,
+        ),
+        retry,
+        missing_ok=True,
+    )
+    return found is not None
+
+
+def _jobs_never_created(target: WatchTarget, options: WatchOptions) -> Outcome:
+    status = JobStatus(
+        phase=DELETED,
+        reason="JobsNotCreated",
+        message=(
+            f"JobSet {target.namespace}/{target.jobset} has no Job {target.rules.master} after "
+            f"{options.jobset_start_seconds:.0f}s: is the JobSet controller running "
+            "(kubectl get pods -n jobset-system)?"
+        ),
+    )
+    return Outcome(target.namespace, target.name, status)
+
+
+def _started(target: WatchTarget) -> Outcome:
+    status = JobStatus(
+        phase="Running",
+        reason=STARTED,
+        message=(
+            f"started and not watched (trainjobs:watch start): `trainjobs watch {target.name} "
+            f"--namespace {target.namespace}` sees it through (stops its workers, records "
+            "its run)"
+        ),
+    )
+    return Outcome(target.namespace, target.name, status)
 
 
 def _everything(target: WatchTarget) -> list[WorkerRef]:

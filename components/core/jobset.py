@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 
+from trainjobs.core.errors import Problem
 from trainjobs.core.graph import Manifest
 from trainjobs.core.pod_template import default_field
 
@@ -62,6 +63,31 @@ def without_kueue_labels(labels: dict[str, str]) -> dict[str, str]:
 def child_job_name(jobset: str, replicated_job: str, index: int) -> str:
     """The name the JobSet controller gives a child Job."""
     return f"{jobset}-{replicated_job}-{index}"
+
+
+NAME_MAX = 63
+
+
+def pod_name_problem(job: str, replicated_jobs: Sequence[tuple[str, int]]) -> Problem | None:
+    """The JobSet webhook's name rule for a queued job's JobSet, or None when it passes.
+
+    jobset ``pkg/webhooks/jobset_webhook.go`` ``ValidateCreate`` refuses a JobSet whose
+    longest pod name, ``<jobset>-<replicatedJob>-<maxJobIndex>-<maxPodIndex>`` and the
+    5-character random suffix (``placement.GenPodName`` + ``-abcde``), is longer than 63
+    (replicated Jobs default to Indexed completion; each of ours has one completion, so the
+    pod index is 0). ``replicated_jobs``: (replicated Job name, replicas).
+    """
+    longest = max(
+        (f"{job}-{name}-{replicas - 1}-0-xxxxx" for name, replicas in replicated_jobs), key=len
+    )
+    if len(longest) <= NAME_MAX:
+        return None
+    return Problem(
+        "metadata.name",
+        f"{job!r} is {len(job)} characters; queued, its JobSet's pods would be named like "
+        f"{longest!r} ({len(longest)} characters), which the JobSet webhook refuses beyond "
+        f"{NAME_MAX}; shorten it to at most {NAME_MAX - (len(longest) - len(job))} characters",
+    )
 
 
 def shared_env(per_index: Sequence[Sequence[Manifest]], offset: int) -> list[Manifest]:

@@ -23,6 +23,7 @@ from trainjobs.core.gang import (
     sum_requests,
 )
 from trainjobs.core.graph import Manifest
+from trainjobs.core.jobset import pod_name_problem
 from trainjobs.core.names import LABEL_MAX, STATEFULSET_MAX, job_name_problem
 from trainjobs.core.pod_template import PodTemplate, check_pod_template, default_field
 from trainjobs.core.spec_model import SpecModel
@@ -525,12 +526,17 @@ def check_total_pods(groups: list[ReplicaGroup], path: str, problems: list[Probl
         problems.append(too_many)
 
 
-def check_names(job: str, groups: list[ReplicaGroup]) -> list[Problem]:
-    """The job name and every name derived from it must fit Kubernetes' limits."""
+def check_names(job: str, groups: list[ReplicaGroup], *, queued: bool = False) -> list[Problem]:
+    """The job name and every name derived from it must fit Kubernetes' limits (and, for a
+    Kueue-queued job, the JobSet webhook's rule for its pods' names)."""
     invalid = job_name_problem(job)
     if invalid:
         return [invalid]
     problems = []
+    if queued:
+        too_long = pod_name_problem(job, [(group.type, group.replicas) for group in groups])
+        if too_long is not None:
+            return [too_long]
     for group in groups:
         longest = group.name(job, group.replicas - 1)
         limit = STATEFULSET_MAX if group.restart.pod == "Always" else LABEL_MAX

@@ -30,8 +30,10 @@ dynamic provider host):
 - ``check`` and ``diff`` run during `pulumi preview`, which must work offline: they only
   compare inputs. Inputs not known yet (the uid of a Job about to be created) arrive as the
   SDK's UNKNOWN sentinel and differ from the old value, which shows the update to come.
-- Python dynamic providers ignore ``customTimeouts`` and Ctrl-C: the watcher has its own
-  deadline (``timeout_seconds``).
+- Python dynamic providers ignore ``customTimeouts`` and Ctrl-C: the provider host answers
+  the engine's Cancel with nothing (``Cancel`` in ``pulumi/dynamic/__main__.py``), so a
+  Ctrl-C waits for the watch to end, holding the stack's lock. The watcher has its own
+  deadline (``timeout_seconds``), and ``mode`` ``start`` starts the runs and returns.
 - The provider is pickled with dill. It is a class in an importable module, so it pickles by
   reference; it holds no state, and every client is imported and created inside methods.
 """
@@ -49,7 +51,12 @@ from pulumi.config import ConfigTypeError
 from trainjobs.cluster.client import load_api_client
 from trainjobs.cluster.outcome import Outcome
 from trainjobs.cluster.status import SUSPENDED
-from trainjobs.cluster.supervisor import WatchOptions, connections_for, see_all_through
+from trainjobs.cluster.supervisor import (
+    STARTED,
+    WatchOptions,
+    connections_for,
+    see_all_through,
+)
 from trainjobs.cluster.target import CLEAN_POD_POLICIES, WatchTarget
 from trainjobs.cluster.watch import DEFAULT_TIMEOUT_SECONDS, PULUMI_RESUME_HINT
 from trainjobs.core.durations import parse_duration
@@ -58,7 +65,7 @@ from trainjobs.core.errors import UserError
 REPLACE_ON = ("context",)
 """Inputs that identify what is watched as a whole: another cluster is another set of runs."""
 
-UPDATE_ON = ("jobs", "timeout_seconds", "fail_on_failure", "kubeconfig")
+UPDATE_ON = ("jobs", "timeout_seconds", "fail_on_failure", "kubeconfig", "mode")
 """Inputs changed in place: a new run of a job (its target or uids changed) is watched by
 ``update``; the others only change how runs are watched."""
 
@@ -85,7 +92,13 @@ _DEFAULTS: dict[str, Any] = {
     "timeout_seconds": DEFAULT_TIMEOUT_SECONDS,
     "fail_on_failure": True,
     "kubeconfig": None,
+    "mode": "finish",
 }
+
+WATCH_MODES = ("finish", "start")
+"""``trainjobs:watch``: ``finish`` sees every job through (`pulumi up` lasts as long as the
+jobs), ``start`` starts each run and returns (`trainjobs watch JOB` follows a job later);
+``false`` creates no watcher (true means finish)."""
 
 
 class JobFailedError(Exception):
@@ -100,7 +113,8 @@ class JobFailedError(Exception):
 class WatchSettings:
     """How a stack wants its jobs watched, from Pulumi config.
 
-    ``trainjobs:watch`` (default true) says whether to create a `JobCompletion` at all;
+    ``trainjobs:watch`` (default ``finish``; see :data:`WATCH_MODES`) says whether to
+    create a `JobCompletion` at all, and whether it waits for the jobs' ends;
     ``trainjobs:watchTimeout`` (24h, 90m, 30s or seconds; default 24h);
     ``trainjobs:failOnJobFailure`` (default true); ``kubernetes:kubeconfig`` and
     ``kubernetes:context``, the same settings pulumi-kubernetes reads, so the watcher talks
@@ -108,6 +122,7 @@ class WatchSettings:
     """
 
     watch: bool = True
+    mode: str = "finish"
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
     fail_on_failure: bool = True
     kubeconfig: pulumi.Output[str] | None = None
@@ -116,8 +131,10 @@ class WatchSettings:
     @classmethod
     def from_config(cls, trainjobs: pulumi.Config, kubernetes: pulumi.Config) -> WatchSettings:
         timeout = trainjobs.get("watchTimeout")
+        mode = _watch_mode(trainjobs.get("watch"))
         return cls(
-            watch=_config_bool(trainjobs, "watch", default=True),
+            watch=mode is not None,
+            mode=mode or "finish",
             timeout_seconds=(
                 DEFAULT_TIMEOUT_SECONDS
                 if timeout is None
@@ -131,6 +148,23 @@ class WatchSettings:
             kubeconfig=kubernetes.get_secret("kubeconfig"),
             context=kubernetes.get("context"),
         )
+
+
+def _watch_mode(value: str | None) -> str | None:
+    """``trainjobs:watch``: a mode of :data:`WATCH_MODES`, or None for false."""
+    text = "finish" if value is None else value.strip().lower()
+    if text in ("false", "no", "off"):
+        return None
+    if text == "true":
+        return "finish"
+    if text not in WATCH_MODES:
+        raise UserError(
+            f"trainjobs:watch: {value!r} is not a watch mode; use finish (see every job "
+            "through, the default), start (start the runs and return; follow a job with "
+            "`trainjobs watch JOB`) or false (no watcher), e.g. "
+            "`pulumi config set trainjobs:watch start`"
+        )
+    return text
 
 
 def _config_bool(config: pulumi.Config, key: str, *, default: bool) -> bool:
@@ -186,6 +220,7 @@ class JobCompletion(pulumi.dynamic.Resource, module="trainjobs", name="JobComple
             "timeout_seconds": settings.timeout_seconds,
             "fail_on_failure": settings.fail_on_failure,
             "kubeconfig": kubeconfig,
+            "mode": settings.mode,
             "outcomes": None,
         }
         secret = pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])
@@ -242,6 +277,8 @@ def _check_failures(inputs: Mapping[str, Any]) -> list[pulumi.dynamic.CheckFailu
         fail("timeout_seconds", f"must be a positive number of seconds, not {timeout!r}")
     if not _unknown(inputs["fail_on_failure"]) and not isinstance(inputs["fail_on_failure"], bool):
         fail("fail_on_failure", "must be true or false")
+    if not _unknown(inputs["mode"]) and inputs["mode"] not in WATCH_MODES:
+        fail("mode", f"must be one of {', '.join(WATCH_MODES)}, not {inputs['mode']!r}")
     return failures
 
 
@@ -328,7 +365,9 @@ class JobCompletionProvider(pulumi.dynamic.ResourceProvider):
         new_runs = [
             key
             for key, job in jobs.items()
-            if previous.get(key) != job or not isinstance(recorded.get(key), Mapping)
+            if previous.get(key) != job
+            or not isinstance(recorded.get(key), Mapping)
+            or (inputs["mode"] == "finish" and recorded[key].get("reason") == STARTED)
         ]
         outcomes = {key: recorded[key] for key in jobs if key not in new_runs}
         if new_runs:
@@ -371,6 +410,7 @@ def _watch(
                 timeout_seconds=float(inputs["timeout_seconds"]),
                 report=_report,
                 resume_hint=PULUMI_RESUME_HINT,
+                start_only=inputs["mode"] == "start",
             ),
         )
     finally:
@@ -386,7 +426,10 @@ def _watch(
         if not result.workers_scaled_down:
             problems.append(f"{result.describe()}\nrun `pulumi up` again to retry")
         elif (
-            not result.succeeded and result.status.phase != SUSPENDED and inputs["fail_on_failure"]
+            not result.succeeded
+            and result.status.phase != SUSPENDED
+            and result.status.reason != STARTED
+            and inputs["fail_on_failure"]
         ):
             problems.append(result.describe())
     if problems:

@@ -32,17 +32,24 @@ from trainjobs.kinds.registry import JobDefinition
 # ends as soon as it exists, and deletions are still awaited until the object is gone.
 WAIT_FOR = {"pulumi.com/waitFor": "jsonpath={.metadata.uid}"}
 
-JOB_IMMUTABLE_FIELDS = (
-    "spec.completionMode",
-    "spec.podFailurePolicy",
-    "spec.successPolicy",
-    "spec.backoffLimitPerIndex",
-    "spec.managedBy",
-)
-"""Job fields Kubernetes refuses to update (kubernetes pkg/apis/batch/validation
-`ValidateJobSpecUpdate`) that pulumi-kubernetes does not already replace on (its Job list
-is template, selector, completions, parallelism: provider/pkg/provider/diff.go). Without
-them a change would be planned as an update, which the API server rejects."""
+WORKLOAD_REPLACE_ON = ("metadata", "spec")
+"""What replaces a Job or a JobSet when it changes: everything (``replaceOnChanges``).
+
+A Job runs once, and pulumi-kubernetes cannot update one that is gone: its Update reads the
+live object first and fails on NotFound (provider/pkg/await/await.go ``Update``), which is
+what a Job removed by its ``ttlSecondsAfterFinished`` is until a refresh. A replacement
+deletes first, and a delete of a Job that is gone succeeds (await.go ``Deletion``). So a
+change of a label, an annotation, ``backoffLimit`` or ``activeDeadlineSeconds`` never fails,
+and neither does one Kubernetes refuses to update (kubernetes pkg/apis/batch/validation
+``ValidateJobSpecUpdate``: completionMode, podFailurePolicy, successPolicy...). A JobSet's
+replicated Jobs are immutable too (its webhook refuses an update), and Kueue refuses a
+change of its queue while it runs (kueue pkg/controller/jobframework/validation.go
+``validateUpdateForQueueName``): a queued job moved to another queue is a new workload."""
+
+KUEUE_OWNED = ("spec.suspend",)
+"""What Kueue owns on a queued JobSet: it suspends it at creation and unsuspends it at
+admission (kueue pkg/controller/jobframework/defaults.go ``ApplyDefaultForSuspend``,
+reconciler.go), so a refresh must never compare it."""
 
 _RESOURCE_CLASSES: dict[tuple[str, str], type[pulumi.CustomResource]] = {
     ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
@@ -77,13 +84,11 @@ def resource_options(
         ignore_changes.append("spec.replicas")
     elif node.kind == "Job" and gated:
         ignore_changes.append("spec.suspend")
+    elif node.kind == "JobSet":
+        ignore_changes += KUEUE_OWNED
     replace_on_changes = None
-    if node.kind == "JobSet":
-        # A JobSet's replicated Jobs are immutable (its webhook refuses an update), which
-        # pulumi-kubernetes knows nothing of for a custom resource: any change replaces it.
-        replace_on_changes = ["spec"]
-    elif node.kind == "Job":
-        replace_on_changes = list(JOB_IMMUTABLE_FIELDS)
+    if node.kind in ("Job", "JobSet"):
+        replace_on_changes = list(WORKLOAD_REPLACE_ON)
     return pulumi.ResourceOptions(
         parent=parent,
         depends_on=depends_on,
@@ -176,7 +181,16 @@ class TrainingJob(pulumi.ComponentResource):
         gated = watched and not job.queued
         self.target = watch_target(job, gated=gated)
         self.notices = ttl_notices(job, watched=watched)
+        held = job.queued and job.suspend
+        if held:
+            self.notices.append(
+                "runPolicy.suspend: the JobSet of a Kueue-queued job is not created while its "
+                "spec suspends it: Kueue would admit and unsuspend it whatever its spec says; "
+                "set runPolicy.suspend to false (or remove it) to queue the job"
+            )
         for node in job.graph.nodes:
+            if held and node.kind == "JobSet":
+                continue
             manifest = pulumi_manifest(node, self.target, gated=gated)
             kwargs: dict[str, Any] = {
                 _snake(key): value
@@ -191,7 +205,7 @@ class TrainingJob(pulumi.ComponentResource):
             if node.kind == "Secret" and manifest.get("type") == ssh_assets.SECRET_TYPE:
                 # The ssh transport's key pair: made here, never part of the pure graph.
                 kwargs["data"] = ssh_secret_data(job.name, self)
-            depends_on = [self.resources[key] for key in node.depends_on]
+            depends_on = [self.resources[key] for key in node.depends_on if key in self.resources]
             self.resources[node.key] = resource_class(
                 node.name, opts=resource_options(node, self, depends_on, gated), **kwargs
             )

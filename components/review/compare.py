@@ -117,6 +117,11 @@ def _why_replaced(manifest: dict[str, Any], rules: list[str], own: set[str]) -> 
     if not manifest:  # the completion watcher
         return "a watcher follows the jobs of one cluster"
     kind = f"{manifest.get('apiVersion')} {manifest.get('kind')}"
+    if set(rules) <= own and manifest.get("kind") in ("Job", "JobSet"):
+        return (
+            f"a {kind} runs once, so the program replaces it on any change (replaceOnChanges; "
+            "an update could not reach one its TTL removed, nor move a queued one)"
+        )
     if set(rules) <= own:
         return (
             f"the API server refuses to change it on a {kind}, so the program replaces the "

@@ -5,19 +5,27 @@ do with the resources the real program registers (`run_preview`: inputs and opti
 following the engine and pulumi-kubernetes 4.x closely where trainjobs depends on them:
 
 - ``ignoreChanges``: the old inputs' value is put back into the new inputs before the diff
-  (engine ``processIgnoreChanges``), for replacements too;
+  (engine ``processIgnoreChanges``, pkg/resource/deploy/step_generator.go); not for a
+  replacement's create: the engine checks the program's own inputs again for it ("we need
+  to recompute the default values", same file), so an ignored field gets the program's value;
 - the diff: pulumi-kubernetes' replace-on-change table plus the resource's
   ``replaceOnChanges`` (the offline review's model of both, `trainjobs.review.compare`);
 - create: a POST, not retried on AlreadyExists (await.go ``Creation``), then the await:
   ``pulumi.com/skipAwait`` returns at once, ``pulumi.com/waitFor`` evaluates its JSONPath
   on the created object, anything else is not modelled here (it would block on the Job);
-- update: a merge patch of the new inputs (server-side apply drops an ignored field that
-  another manager owns, ``handleSSAIgnoreFields``); the API server's validation applies;
+- update: pulumi-kubernetes first reads the live object and fails when it is gone
+  (provider/pkg/await/await.go ``Update``: a GET, no fallback to a create); then a merge
+  patch of the new inputs (server-side apply drops an ignored field that another manager
+  owns, ``handleSSAIgnoreFields``); the API server's validation and webhooks apply;
 - delete: propagation Foreground by default (``DeletionPropagation``), then the deletion
   await, skipped for Jobs and StatefulSets with skipAwait (``allowsSkipAwaitWithDelete``);
   a replacement of a fixed name deletes first (provider ``Diff``'s deleteBeforeReplace);
 - refresh: an object that is gone (404) leaves the state; a live one's inputs become the
-  live object pruned to the inputs' shape (``pruneLiveState``);
+  live object pruned to the inputs' shape (``pruneLiveState``); a Job that is not Complete
+  is read with an initialization error (the Job awaiter's ``Read`` runs unless
+  ``skipAwait``, await.go ``Read``, and fails for an unfinished Job, provider/pkg/await/
+  job.go), which the engine reports as a warning and turns into an update at the next
+  `pulumi up` even with no diff (pkg/resource/deploy/step_generator.go, ``hasInitErrors``);
 - the completion watcher: its provider's ``check``, ``diff``, then ``create`` or ``update``
   with the old state, the workloads' uids resolved from the live objects.
 """
@@ -46,6 +54,7 @@ PLURALS = {
     "StatefulSet": "statefulsets",
     "Job": "jobs",
     "Pod": "pods",
+    "JobSet": "jobsets",
 }
 SKIP_AWAIT_WITH_DELETE = {"Job", "StatefulSet", "Deployment", "DaemonSet", "Pod"}
 
@@ -60,6 +69,8 @@ class Entry:
     inputs: dict[str, Any]
     uid: str | None = None
     """The object's uid as the state records it (an output of the create, or a refresh)."""
+    init_errors: bool = False
+    """A refresh read it with an initialization error (an unfinished Job)."""
 
 
 def _reset(path: str, old: dict[str, Any], new: dict[str, Any]) -> None:
@@ -95,6 +106,8 @@ class Engine:
         self.state: dict[tuple[str, str], Entry] = {}
         self.watcher: dict[str, Any] | None = None
         self.steps: list[tuple[str, str]] = []
+        self.warnings: list[str] = []
+        """Resources the engine warned about (initialization errors from a refresh)."""
         self.provider = JobCompletionProvider()
 
     # -- pulumi up ------------------------------------------------------------------------
@@ -119,8 +132,9 @@ class Engine:
             ).operation
             if operation == "replace":
                 self._delete(entry)
-                self._create(registration, new)
-            elif operation == "update":
+                self._create(registration)  # the program's inputs, checked again
+            elif operation == "update" or entry.init_errors:
+                self.warnings += [registration.name] if entry.init_errors else []
                 self._update(registration, entry, new)
             else:
                 self.state[key] = Entry(registration, entry.inputs, entry.uid)
@@ -176,6 +190,8 @@ class Engine:
             live = self.kube.get(plural, meta["name"], meta.get("namespace", "default"))
             entry.inputs = prune(live, entry.inputs)
             entry.uid = live["metadata"]["uid"]
+            skip = (meta.get("annotations") or {}).get("pulumi.com/skipAwait") == "true"
+            entry.init_errors = manifest["kind"] == "Job" and not skip and not _complete(live)
         if self.watcher is not None:
             self.watcher = self.provider.read("completion", self.watcher).outs
         return gone
@@ -221,6 +237,12 @@ class Engine:
     def _update(self, registration: Registration, entry: Entry, new: dict[str, Any]) -> None:
         meta = new["metadata"]
         self.steps.append(("update", registration.name))
+        namespace = meta.get("namespace", "default")
+        if not self.kube.exists(PLURALS[new["kind"]], meta["name"], namespace):
+            # await.go `Update` reads the live object first and returns the GET's error.
+            raise EngineError(
+                f'updating {registration.name}: {PLURALS[new["kind"]]} "{meta["name"]}" not found'
+            )
         patch = copy.deepcopy(new)
         for path in registration.ignore_changes:
             _reset(path, {}, patch)  # owned by the watcher: left out of the apply
@@ -263,6 +285,12 @@ class Engine:
             if entry.inputs["kind"] in ("Job", "StatefulSet")
         }
         return {name: by_name[name] for name in dict.fromkeys(names) if by_name.get(name)}
+
+
+def _complete(job: dict[str, Any]) -> bool:
+    """The Job awaiter's readiness: a Complete condition (provider/pkg/await/job.go)."""
+    conditions = (job.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Complete" and c["status"] == "True" for c in conditions)
 
 
 def _resource(registration: Registration, inputs: dict[str, Any]) -> Resource:

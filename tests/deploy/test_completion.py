@@ -119,6 +119,7 @@ def test_check_fills_in_defaults_and_drops_everything_else(provider: JobCompleti
         "timeout_seconds": 86400,
         "fail_on_failure": True,
         "kubeconfig": None,
+        "mode": "finish",
     }
 
 
@@ -620,4 +621,33 @@ def test_invalid_watch_flag_names_key_value_and_fix(monitor: _RecordingMonitor) 
     assert str(raised.value) == (
         "trainjobs:failOnJobFailure: 'maybe' is not a boolean; use true or false, "
         "e.g. `pulumi config set trainjobs:failOnJobFailure true`"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("finish", (True, "finish")),
+        ("true", (True, "finish")),
+        ("start", (True, "start")),
+        ("false", (False, "finish")),
+        ("Start", (True, "start")),
+    ],
+)
+def test_watch_settings_read_the_watch_mode(
+    monitor: _RecordingMonitor, value: str, expected: tuple[bool, str]
+) -> None:
+    watch_settings = settings_from({"trainjobs:watch": value})
+
+    assert (watch_settings.watch, watch_settings.mode) == expected
+
+
+def test_an_unknown_watch_mode_names_key_value_and_fix(monitor: _RecordingMonitor) -> None:
+    with pytest.raises(UserError) as raised:
+        settings_from({"trainjobs:watch": "later"})
+
+    assert str(raised.value) == (
+        "trainjobs:watch: 'later' is not a watch mode; use finish (see every job through, the "
+        "default), start (start the runs and return; follow a job with `trainjobs watch "
+        "JOB`) or false (no watcher), e.g. `pulumi config set trainjobs:watch start`"
     )

@@ -16,7 +16,7 @@ from tests.conftest import REPO
 from tests.kubefake import JOB_IMMUTABLE
 from trainjobs.cli import main
 from trainjobs.core.graph import DEFAULT_KUBECTL_IMAGE
-from trainjobs.deploy.component import JOB_IMMUTABLE_FIELDS
+from trainjobs.deploy.component import WORKLOAD_REPLACE_ON
 from trainjobs.deploy.watch_target import run_key
 from trainjobs.kinds.registry import parse_job
 from trainjobs.review.compare import Comparison, compare
@@ -681,7 +681,7 @@ def job_resource(manifest: dict[str, Any]) -> Resource:
         key="x",
         type="kubernetes:batch/v1:Job",
         name="x",
-        replace_on_changes=JOB_IMMUTABLE_FIELDS,
+        replace_on_changes=WORKLOAD_REPLACE_ON,
         delete_before_replace=True,
         manifest=manifest,
     )
@@ -709,9 +709,9 @@ def test_a_change_to_an_immutable_job_field_is_a_replacement(field: str, value: 
     diff = comparison.resources[0]
     assert (diff.operation, diff.delete_before_replace) == ("replace", True)
     assert diff.reason == (
-        f"`spec.{field}` changed (`spec.{field}` added): the API server refuses to change it "
-        "on a batch/v1 Job, so the program replaces the object (replaceOnChanges); the old "
-        "object is deleted first (same name)"
+        f"`spec` changed (`spec.{field}` added): a batch/v1 Job runs once, so the program "
+        "replaces it on any change (replaceOnChanges; an update could not reach one its TTL "
+        "removed, nor move a queued one); the old object is deleted first (same name)"
     )
 
 
@@ -719,9 +719,9 @@ def test_every_immutable_job_field_is_replaced_by_pulumi_kubernetes_or_the_progr
     """The fake refuses what Kubernetes' ValidateJobSpecUpdate refuses; each of those fields
     must be in pulumi-kubernetes' replace table or in the program's replaceOnChanges."""
     provider = {rule.removeprefix(".spec.") for rule in REPLACE_ON_CHANGE[("batch/v1", "Job")]}
-    program = {path.removeprefix("spec.") for path in JOB_IMMUTABLE_FIELDS}
     immutable = {".".join(path) for path in JOB_IMMUTABLE}
-    assert immutable - provider - program == set()
+    assert "spec" in WORKLOAD_REPLACE_ON  # every spec field, those of `provider` too
+    assert provider - immutable == {"parallelism"}
 
 
 def test_a_restart_policy_change_that_drops_the_pod_failure_policy_replaces_the_job(tmp_path):
@@ -741,7 +741,7 @@ def test_a_restart_policy_change_that_drops_the_pod_failure_policy_replaces_the_
         ("Job default/tf-mnist-worker-0", "replace"),
         ("Job default/tf-mnist-worker-1", "replace"),
     ]
-    assert workers[0].reason.startswith("`spec.podFailurePolicy` changed")
+    assert workers[0].reason.startswith("`spec` changed (`spec.podFailurePolicy` deleted)")
 
 
 def kubeconfig(token: str) -> str:

@@ -22,6 +22,7 @@ from pydantic import Field, SkipValidation
 from trainjobs.core.errors import Problem, SpecError
 from trainjobs.core.graph import GraphOptions, Manifest
 from trainjobs.core.job_document import read_envelope, validate_section
+from trainjobs.core.jobset import is_queued
 from trainjobs.core.replica_spec import (
     ReplicaGroup,
     ReplicaJobPlan,
@@ -204,7 +205,7 @@ def parse(
         plan = _map_versions(spec, version, job, problems, warnings)
     if plan is None or problems:
         raise SpecError(source, problems, warnings)
-    problems += check_names(job, plan["groups"])
+    problems += check_names(job, plan["groups"], queued=is_queued(envelope.labels))
     warnings += env_override_warnings(plan["groups"], plan["env"], plan["env_target"])
     plan["gang"] = gang_for(
         plan["groups"], plan["run"], options.gang_scheduler, options.gang_scheduler_name, warnings
