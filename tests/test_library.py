@@ -1,0 +1,242 @@
+"""trainjobs as a library: the public names, and user programs that build jobs in code register
+exactly what the YAML path (`trainjobs render`, the stack's own program) does."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+import trainjobs
+from tests.conftest import REPO
+from trainjobs.cli import main
+from trainjobs.core.errors import UserError
+from trainjobs.review.preview import PreviewResult, run_preview
+
+PUBLIC = {
+    "ChainerJob",
+    "ChainerJobSpec",
+    "CudaImage",
+    "ElasticPolicy",
+    "GpuNodePool",
+    "GpuNodePoolConfig",
+    "GraphOptions",
+    "InfraStack",
+    "JobCompletion",
+    "KubeflowJob",
+    "PyTorchJob",
+    "PyTorchJobSpec",
+    "ReplicaSpec",
+    "RunPolicy",
+    "SchedulingPolicy",
+    "SchedulingProfile",
+    "TFJob",
+    "TFJobSpec",
+    "TrainingJob",
+    "WatchSettings",
+}
+
+
+def test_the_public_names_resolve_and_each_says_what_it_is():
+    assert set(trainjobs.__all__) == PUBLIC
+    undocumented = [name for name in PUBLIC if not (getattr(trainjobs, name).__doc__ or "").strip()]
+    assert undocumented == []
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="module 'trainjobs' has no attribute 'TFJobs'"):
+        trainjobs.TFJobs  # noqa: B018
+
+
+def test_importing_the_package_loads_no_pulumi():
+    """`trainjobs validate` and `run` import the package: Pulumi loads only with a component."""
+    code = "import sys, trainjobs; print(sorted(m for m in sys.modules if m.startswith('pulumi')))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_wheel_holds_only_the_trainjobs_package(tmp_path):
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"]
+        + ["--wheel-dir", str(tmp_path), str(REPO)],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = tmp_path.glob("trainjobs-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {name.split("/", 1)[0] for name in names if not name.startswith("trainjobs-")} == {
+        "trainjobs"
+    }
+    assert "trainjobs/deploy/jobs.py" in names
+
+
+# ---------------------------------------------------------------------------------------------
+# User programs under the mock runtime
+
+
+def program_project(tmp_path: Path, program: str, config: dict | None = None) -> Path:
+    """A project whose __main__.py is ``program``, with the repository's job files."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "__main__.py").write_text(program, encoding="utf-8")
+    shutil.copy(REPO / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    shutil.copytree(REPO / "jobs", tmp_path / "jobs")
+    (tmp_path / "Pulumi.test.yaml").write_text(yaml.safe_dump({"config": config or {}}))
+    return tmp_path
+
+
+def objects(result: PreviewResult) -> list[tuple[str, str, object]]:
+    """(kind, name, spec or data) of every Kubernetes object, sorted."""
+    found = []
+    for registration in result.kubernetes_objects():
+        inputs = registration.inputs
+        body = inputs.get("spec", inputs.get("data", inputs.get("rules")))
+        found.append((inputs["kind"], inputs["metadata"]["name"], body))
+    return sorted(found, key=lambda item: (item[0], item[1]))
+
+
+def rendered(path: Path, out: Path) -> list[tuple[str, str, object]]:
+    assert main(["render", str(path), "--out", str(out)]) == 0
+    found = []
+    for file in sorted(out.glob("*.yaml")):
+        manifest = yaml.safe_load(file.read_text())
+        body = manifest.get("spec", manifest.get("data", manifest.get("rules")))
+        found.append((manifest["kind"], manifest["metadata"]["name"], body))
+    return sorted(found, key=lambda item: (item[0], item[1]))
+
+
+TF_FROM_DICT = """
+import yaml
+import trainjobs
+
+document = yaml.safe_load(open("jobs/tf-mnist.yaml"))
+trainjobs.TFJob("tf-mnist", document["spec"])
+"""
+
+
+def test_a_tfjob_from_a_dict_registers_what_render_writes(tmp_path):
+    result = run_preview("test", program_project(tmp_path / "project", TF_FROM_DICT))
+    component = result.resources[0]
+    assert (component.type, component.name) == ("trainjobs:index:TFJob", "tf-mnist")
+    assert objects(result) == rendered(REPO / "jobs" / "tf-mnist.yaml", tmp_path / "render")
+    assert [o[:2] for o in objects(result)] == [
+        ("Job", "tf-mnist-chief-0"),
+        ("Job", "tf-mnist-ps-0"),
+        ("Job", "tf-mnist-worker-0"),
+        ("Job", "tf-mnist-worker-1"),
+        ("Service", "tf-mnist-chief-0"),
+        ("Service", "tf-mnist-ps-0"),
+        ("Service", "tf-mnist-worker-0"),
+        ("Service", "tf-mnist-worker-1"),
+    ]
+
+
+TF_FROM_MODEL = """
+import yaml
+from trainjobs import ReplicaSpec, RunPolicy, TFJob, TFJobSpec
+
+template = yaml.safe_load(open("jobs/tf-mnist.yaml"))["spec"]["tfReplicaSpecs"]["Chief"]["template"]
+TFJob(
+    "tf-mnist",
+    TFJobSpec(
+        run_policy=RunPolicy(clean_pod_policy="Running", backoff_limit=2, active_deadline_seconds=3600),
+        tf_replica_specs={
+            "Chief": ReplicaSpec(replicas=1, restart_policy="OnFailure", template=template),
+            "Worker": ReplicaSpec(replicas=2, restart_policy="OnFailure", template=template),
+            "PS": ReplicaSpec(replicas=1, restart_policy="OnFailure", template=template),
+        },
+    ),
+)
+"""
+
+TF_FROM_FILE = """
+from trainjobs import TFJob
+
+TFJob.from_file("jobs/tf-mnist.yaml")
+"""
+
+
+@pytest.mark.parametrize("program", [TF_FROM_MODEL, TF_FROM_FILE], ids=["model", "file"])
+def test_a_model_instance_and_a_file_register_the_same_objects_as_a_dict(tmp_path, program):
+    from_dict = run_preview("test", program_project(tmp_path / "dict", TF_FROM_DICT))
+    other = run_preview("test", program_project(tmp_path / "other", program))
+    assert [(r.type, r.name, r.inputs) for r in other.resources] == [
+        (r.type, r.name, r.inputs) for r in from_dict.resources
+    ]
+
+
+def test_an_invalid_file_fails_with_the_messages_of_validate(tmp_path, capsys):
+    project = program_project(tmp_path, TF_FROM_FILE)
+    spec = yaml.safe_load((project / "jobs" / "tf-mnist.yaml").read_text())
+    spec["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] = -1
+    spec["spec"]["tfReplicaSpecs"]["Worker"]["restartPolicy"] = "Sometimes"
+    (project / "jobs" / "tf-mnist.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["validate", str(project / "jobs" / "tf-mnist.yaml")]) == 2
+    expected = capsys.readouterr().err.strip().replace(str(project) + "/", "")
+    with pytest.raises(UserError) as error:
+        run_preview("test", project)
+    assert str(error.value) == expected
+    assert expected.splitlines()[0] == "jobs/tf-mnist.yaml: invalid job spec (2 problem(s))"
+
+
+def test_an_invalid_dict_names_the_component_and_the_field(tmp_path):
+    program = TF_FROM_DICT.replace(
+        'document["spec"])', '{**document["spec"], "successPolicy": "Everyone"})'
+    )
+    with pytest.raises(UserError) as error:
+        run_preview("test", program_project(tmp_path, program))
+    assert str(error.value) == (
+        "TFJob tf-mnist: invalid job spec (1 problem(s))\n"
+        "  spec.successPolicy: must be '' or 'AllWorkers' (got 'Everyone')"
+    )
+
+
+SWEEP = """
+import trainjobs
+
+jobs = [
+    trainjobs.ChainerJob.from_file(f"jobs/{name}.yaml", watched=True)
+    for name in ("chainermn-mnist", "chainer-mnist")
+]
+trainjobs.JobCompletion("completion", jobs)
+"""
+
+
+def test_several_jobs_with_one_watcher_are_the_objects_of_the_yaml_path(tmp_path):
+    config = {"trainjobs:jobs": ["jobs/chainermn-mnist.yaml", "jobs/chainer-mnist.yaml"]}
+    yaml_path = program_project(tmp_path / "yaml", (REPO / "__main__.py").read_text(), config)
+    in_code = program_project(tmp_path / "code", SWEEP)
+    expected = run_preview("test", yaml_path)
+    got = run_preview("test", in_code)
+
+    def registered(result: PreviewResult) -> list[tuple]:
+        names = {r.urn: r.name for r in result.resources}
+        return sorted(
+            (
+                r.type,
+                r.name,
+                json.dumps(r.inputs, sort_keys=True),
+                sorted(names[d] for d in r.dependencies),
+            )
+            for r in result.resources
+        )
+
+    assert registered(got) == registered(expected)
+    assert [r.name for r in got.resources if r.type.endswith("JobCompletion")] == ["completion"]
+
+
+def test_a_watcher_refuses_a_job_built_unwatched(tmp_path):
+    program = SWEEP.replace(", watched=True", "")
+    with pytest.raises(UserError) as error:
+        run_preview("test", program_project(tmp_path, program))
+    assert str(error.value) == (
+        "JobCompletion completion: ChainerJob chainermn-mnist, ChainerJob chainer-mnist built "
+        "with watched=False; build the jobs a JobCompletion watches with watched=True"
+    )
