@@ -65,8 +65,10 @@ def test_importing_the_package_loads_no_pulumi():
 
 def test_the_wheel_holds_only_the_trainjobs_package(tmp_path):
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"]
-        + ["--wheel-dir", str(tmp_path), str(REPO)],
+        [
+            *(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps"),
+            *("--no-build-isolation", "--wheel-dir", str(tmp_path), str(REPO)),
+        ],
         check=True,
         capture_output=True,
     )
