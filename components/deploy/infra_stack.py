@@ -1,6 +1,6 @@
-"""The infrastructure stack's outputs (GPU pools' scheduling profiles, image digests) read
-through a ``pulumi.StackReference``, instead of JSON copied into a job stack's config.
+"""The infra stack's GPU pool profiles and image digests, read through a StackReference.
 
+A job stack names the infra stack instead of copying its outputs' JSON into its config.
 The infra program (``infra/__main__.py``) exports ``schedulingProfiles`` (pool name ->
 :class:`~trainjobs.cloud.scheduling.SchedulingProfile` in its wire form) and ``images``
 (declared reference -> ``repo@sha256:...``). The values are read while the program runs,
