@@ -86,7 +86,6 @@ class RunPolicy(SpecModel):
     """The controller of the job (Kueue's MultiKueue); informational here."""
 
 
-
 class ReplicatedJobSpec(SpecModel):
     """The ``v1`` spec fields TFJob and PyTorchJob share (Kubeflow's common RunPolicy).
 
@@ -108,6 +107,7 @@ class ReplicatedJobSpec(SpecModel):
     """Early v1: runPolicy.activeDeadlineSeconds. Default: None."""
     backoff_limit: int | None = None
     """Early v1: runPolicy.backoffLimit. Default: None."""
+
 
 @dataclass(frozen=True)
 class Restart:

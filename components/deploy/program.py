@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import glob
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import pulumi
 
@@ -20,7 +22,7 @@ from trainjobs.core.graph import (
 )
 from trainjobs.deploy.completion import OUTCOME_FIELDS, WatchSettings
 from trainjobs.deploy.component import TrainingJob
-from trainjobs.deploy.infra_stack import InfraStack
+from trainjobs.deploy.infra_stack import IMAGES_OUTPUT, PROFILES_OUTPUT, InfraStack, pool_profile
 from trainjobs.deploy.jobs import JobCompletion, place_job
 from trainjobs.images.gpu_support import check_images_on_pool
 from trainjobs.images.pinning import image_pins_from_config
@@ -69,9 +71,10 @@ class StackSettings:
             gpu_pool_name=config.get("gpuPoolName"),
         )
 
-    def with_infra_stack(self) -> StackSettings:
+    def with_infra_stack(self, outputs: Mapping[str, Any] | None = None) -> StackSettings:
         """The settings with the pool's profile and the image pins of `trainjobs:infraStack`
-        (pins set in `trainjobs:images` win)."""
+        (pins set in `trainjobs:images` win). ``outputs``: the infra stack's outputs (default
+        None: read through a StackReference)."""
         if self.infra_stack is None:
             if self.gpu_pool_name is not None:
                 raise UserError(
@@ -84,11 +87,20 @@ class StackSettings:
                 "stack config: set trainjobs:gpuPool or trainjobs:infraStack, not both "
                 "(the infra stack exports the pool's profile)"
             )
-        infra = InfraStack(self.infra_stack)
+        if outputs is None:
+            infra = InfraStack(self.infra_stack)
+            outputs = {name: infra.output(name) for name in (PROFILES_OUTPUT, IMAGES_OUTPUT)}
         return replace(
             self,
-            gpu_pool=infra.gpu_pool(self.gpu_pool_name),
-            images={**infra.images(), **self.images},
+            gpu_pool=pool_profile(
+                self.infra_stack, outputs.get(PROFILES_OUTPUT), self.gpu_pool_name
+            ),
+            images={
+                **image_pins_from_config(
+                    outputs.get(IMAGES_OUTPUT), source=f"{self.infra_stack} {IMAGES_OUTPUT}"
+                ),
+                **self.images,
+            },
         )
 
 
