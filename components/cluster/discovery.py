@@ -46,7 +46,7 @@ def _anchors(
             api,
             f"list {kind.lower()}s",
             namespace,
-            lambda lister=lister: lister(
+            lambda lister=lister: lister(  # type: ignore[misc]
                 namespace, label_selector=selector, _request_timeout=timeout
             ),
             retry,

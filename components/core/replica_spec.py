@@ -359,7 +359,9 @@ def run_settings(spec: SpecModel, default_clean_pod_policy: str, problems: list[
     return check_run_policy(values, path, default_clean_pod_policy, problems)
 
 
-def v1alpha1_restart(template: Any, path: str, warnings: list[Problem]) -> str:
+def v1alpha1_restart(
+    template: Any, path: str, warnings: list[Problem]
+) -> Literal["OnFailure", "Never"]:
     """v1alpha1: the pod template's restartPolicy is the replica's. Unset (the API server's
     Always) runs as OnFailure: those operators judged a replica by its container's exit code,
     so its first exit 0 finished it and a failure was retried."""

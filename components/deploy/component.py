@@ -8,6 +8,7 @@ not in the graph: await behaviour, ignore_changes, replacement order.
 # No `from __future__ import annotations`: the component provider reads the outputs'
 # annotations at run time (pulumi/provider/experimental/analyzer.py `analyze_type`).
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import pulumi
@@ -61,7 +62,7 @@ def _snake(key: str) -> str:
 
 
 def resource_options(
-    node: Node, parent: pulumi.Resource, depends_on: list[pulumi.Resource], gated: bool
+    node: Node, parent: pulumi.Resource, depends_on: Sequence[pulumi.Resource], gated: bool
 ) -> pulumi.ResourceOptions:
     """The Pulumi options a node needs beyond its manifest.
 

@@ -127,13 +127,13 @@ class KubeflowJob(TrainingJob, Generic[SpecT]):
                 raise SpecError(source or f"{cls.KIND} {name}", [problem])
             document["metadata"] = metadata
             return document
-        metadata: dict[str, Any] = {"name": name}
+        own: dict[str, Any] = {"name": name}
         if labels:
-            metadata["labels"] = dict(labels)
+            own["labels"] = dict(labels)
         return {
             "apiVersion": cls.API_VERSION,
             "kind": cls.KIND,
-            "metadata": metadata,
+            "metadata": own,
             "spec": section,
         }
 

@@ -27,6 +27,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -182,6 +183,7 @@ class ContainerProcess:
         self.name = name
         self.spec = spec
         self.sink = sink
+        self.process: subprocess.Popen[bytes] | None
         try:
             self.process = subprocess.Popen(
                 sandbox.wrap(spec),
@@ -232,7 +234,7 @@ class ContainerProcess:
         self._reader.join(timeout)
 
 
-def pod_processes(registry: str, pod: str | None = None, netns_inodes: set[int] = frozenset()):
+def pod_processes(registry: str, pod: str | None = None, netns_inodes: Set[int] = frozenset()):
     """PIDs of a run's live processes (of one pod if ``pod`` is given).
 
     A process belongs to the run when its environment names the run's registry, or when it

@@ -261,6 +261,10 @@ def _working_directory(path: Path) -> Iterator[None]:
         os.chdir(previous)
 
 
+def _run_program(program: Path) -> None:
+    runpy.run_path(str(program), run_name="__main__")
+
+
 def run_preview(
     stack: str, project_dir: Path = Path("."), overrides: dict[str, str] | None = None
 ) -> PreviewResult:
@@ -283,7 +287,7 @@ def run_preview(
     root = settings.get_root_resource()
     with _working_directory(project_dir):
         try:
-            _sync_await(run_pulumi_func(lambda: runpy.run_path(str(program), run_name="__main__")))
+            _sync_await(run_pulumi_func(lambda: _run_program(program)))
         except pulumi.RunError as error:
             missing = monitor.mocks.missing  # type: ignore[attr-defined]
             if missing:

@@ -223,7 +223,7 @@ def _map_versions(
     warnings: list[Problem],
 ) -> dict[str, Any] | None:
     run = run_settings(spec, "None", problems)
-    replica_specs: dict[str, Any] = spec.pytorch_replica_specs
+    replica_specs: dict[str, Any] = getattr(spec, "pytorch_replica_specs", {})
     if not replica_specs:
         problems.append(Problem("spec.pytorchReplicaSpecs", "required: a Master and/or Workers"))
         return None

@@ -205,7 +205,7 @@ def _map_versions(
     warnings: list[Problem],
 ) -> dict[str, Any] | None:
     run = run_settings(spec, DEFAULT_CLEAN_POD_POLICY[version], problems)
-    replica_specs: dict[str, Any] = spec.tf_replica_specs
+    replica_specs: dict[str, Any] = getattr(spec, "tf_replica_specs", {})
     if not replica_specs:
         problems.append(Problem("spec.tfReplicaSpecs", "required: at least one replica type"))
         return None

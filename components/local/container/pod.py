@@ -179,7 +179,11 @@ class ContainerPodRun(LocalPod):
         client_env = {**self.run.engine.env, **{name: env[name] for name in request.env_names}}
         spec = ProcessSpec(self.run.engine.run_command(request), client_env, self.directory)
         self.processes[container] = ContainerProcess(
-            self.name, container, spec, self.sandbox, self.run.sink
+            self.name,
+            container,
+            spec,
+            self.sandbox,  # type: ignore[arg-type]  # a pod sandbox wraps like a Sandbox
+            self.run.sink,
         )
         self.run.publish()
 
