@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         TFJobSpec,
     )
     from trainjobs.images.cuda_image import CudaImage
-    from trainjobs.kinds.chainer.spec import ChainerJobSpec
+    from trainjobs.kinds.chainer.spec import ChainerJobSpec, MasterSpec, MpiConfig, WorkerSpec
     from trainjobs.kinds.pytorch.spec import ElasticPolicy
 
 _EXPORTS = {
@@ -44,6 +44,9 @@ _EXPORTS = {
     "TFJobSpec": "trainjobs.deploy.jobs",
     "PyTorchJobSpec": "trainjobs.deploy.jobs",
     "ChainerJobSpec": "trainjobs.kinds.chainer.spec",
+    "MasterSpec": "trainjobs.kinds.chainer.spec",
+    "WorkerSpec": "trainjobs.kinds.chainer.spec",
+    "MpiConfig": "trainjobs.kinds.chainer.spec",
     "ElasticPolicy": "trainjobs.kinds.pytorch.spec",
     "ReplicaSpec": "trainjobs.core.replica_spec",
     "RunPolicy": "trainjobs.core.replica_spec",
@@ -70,6 +73,8 @@ __all__ = [
     "InfraStack",
     "JobCompletion",
     "KubeflowJob",
+    "MasterSpec",
+    "MpiConfig",
     "PyTorchJob",
     "PyTorchJobSpec",
     "ReplicaSpec",
@@ -80,6 +85,7 @@ __all__ = [
     "TFJobSpec",
     "TrainingJob",
     "WatchSettings",
+    "WorkerSpec",
 ]
 
 

@@ -30,6 +30,8 @@ PUBLIC = {
     "InfraStack",
     "JobCompletion",
     "KubeflowJob",
+    "MasterSpec",
+    "MpiConfig",
     "PyTorchJob",
     "PyTorchJobSpec",
     "ReplicaSpec",
@@ -40,6 +42,7 @@ PUBLIC = {
     "TFJobSpec",
     "TrainingJob",
     "WatchSettings",
+    "WorkerSpec",
 }
 
 
@@ -242,3 +245,87 @@ def test_a_watcher_refuses_a_job_built_unwatched(tmp_path):
         "JobCompletion completion: ChainerJob chainermn-mnist, ChainerJob chainer-mnist built "
         "with watched=False; build the jobs a JobCompletion watches with watched=True"
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Types: mypy checks the package and the typed example; a misspelled spec field is an error
+
+SWEEP_EXAMPLE = REPO / "examples" / "sweep" / "__main__.py"
+
+
+def mypy(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"), *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+
+
+def test_the_typed_example_passes_the_type_checker():
+    done = mypy(str(SWEEP_EXAMPLE))
+    assert (done.returncode, done.stdout.splitlines()[-1]) == (
+        0,
+        "Success: no issues found in 1 source file",
+    )
+
+
+def test_a_misspelled_spec_field_in_a_program_is_a_type_error(tmp_path):
+    source = SWEEP_EXAMPLE.read_text()
+    assert "            backoff_limit=1,\n" in source
+    program = tmp_path / "typo.py"
+    program.write_text(
+        source.replace("            backoff_limit=1,\n", "            backof_limit=1,\n")
+    )
+    done = mypy(str(program))
+    # mypy names the line where the call starts.
+    line = source.splitlines().index("        master=MasterSpec(") + 1
+    assert done.returncode == 1
+    # The file name only: mypy's cache may keep the directory of an earlier run of this test.
+    assert done.stdout.splitlines()[0].rsplit("/", 1)[-1] == (
+        f'typo.py:{line}: error: Unexpected keyword argument "backof_limit" for "MasterSpec"; '
+        'did you mean "backoff_limit"?  [call-arg]'
+    )
+
+
+def test_make_test_runs_the_type_checker():
+    recipe = (REPO / "Makefile").read_text().split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    assert "\t$(BIN)/python -m mypy" in recipe
+
+
+# ---------------------------------------------------------------------------------------------
+# The typed example previews offline: three jobs, one watcher, the pool of the infra stack
+
+
+def test_the_sweep_example_previews_three_jobs_on_the_pool_with_one_watcher(tmp_path, capsys):
+    out = tmp_path / "preview"
+    project = REPO / "examples" / "sweep"
+    assert main(["preview", "--stack", "a100", "--project", str(project), "--out", str(out)]) == 0
+    summary = json.loads((out / "graph.json").read_text())
+    top = [(r["type"], r["name"]) for r in summary["resources"] if r["parent"] is None]
+    assert top == [
+        ("pulumi:pulumi:StackReference", "org/trainjobs-infra/gpu-a100"),
+        ("trainjobs:index:ChainerJob", "sweep-0"),
+        ("trainjobs:index:ChainerJob", "sweep-1"),
+        ("trainjobs:index:ChainerJob", "sweep-2"),
+        ("pulumi-python:dynamic/trainjobs:JobCompletion", "completion"),
+    ]
+    references = json.loads((project / "stack-references.json").read_text())
+    pinned = references["org/trainjobs-infra/gpu-a100"]["images"][
+        "trainjobs/chainermn:7.8.1-cuda12.2"
+    ]
+    files = [yaml.safe_load(path.read_text()) for path in out.glob("*.yaml")]
+    for index, rate in enumerate(("0.002", "0.001", "0.0005")):
+        (master,) = [
+            m
+            for m in files
+            if m["kind"] == "Job" and m["metadata"]["name"] == f"sweep-{index}-master"
+        ]
+        pod = master["spec"]["template"]["spec"]
+        assert pod["nodeSelector"] == {"trainjobs.io/gpu-pool": "a100"}
+        assert pod["tolerations"] == [
+            {"effect": "NoSchedule", "key": "nvidia.com/gpu", "operator": "Exists"}
+        ]
+        (trainer,) = [c for c in pod["containers"] if c["image"] == pinned]
+        assert trainer["command"][-2:] == ["--learning-rate", rate]
+    assert summary["outputs"]["sweep-1"]["learningRate"] == 0.001
