@@ -329,3 +329,192 @@ def test_the_sweep_example_previews_three_jobs_on_the_pool_with_one_watcher(tmp_
         (trainer,) = [c for c in pod["containers"] if c["image"] == pinned]
         assert trainer["command"][-2:] == ["--learning-rate", rate]
     assert summary["outputs"]["sweep-1"]["learningRate"] == 0.001
+
+
+# ---------------------------------------------------------------------------------------------
+# Every Pulumi language: the component provider, its schema, and Construct
+
+SCHEMA_FILE = REPO / "provider" / "schema.json"
+
+
+def test_the_checked_in_schema_is_the_one_the_provider_serves():
+    from trainjobs.deploy.provider import schema
+
+    assert json.loads(SCHEMA_FILE.read_text()) == schema(), (
+        "provider/schema.json is stale: .venv/bin/python -m trainjobs.deploy.provider > "
+        "provider/schema.json"
+    )
+
+
+def test_the_schema_lists_each_job_with_typed_inputs():
+    served = json.loads(SCHEMA_FILE.read_text())
+    assert sorted(served["resources"]) == [
+        "trainjobs:index:ChainerJob",
+        "trainjobs:index:PyTorchJob",
+        "trainjobs:index:TFJob",
+    ]
+    tfjob = served["resources"]["trainjobs:index:TFJob"]
+    assert (tfjob["isComponent"], tfjob["requiredInputs"]) == (True, ["spec"])
+    assert tfjob["inputProperties"]["spec"]["$ref"] == "#/types/trainjobs:index:TFJobSpecArgs"
+    assert sorted(tfjob["properties"]) == ["masterJobName", "namespace", "workerPodNames"]
+    spec = served["types"]["trainjobs:index:TFJobSpecArgs"]["properties"]
+    assert sorted(spec) == ["enableDynamicWorker", "runPolicy", "successPolicy", "tfReplicaSpecs"]
+    assert spec["tfReplicaSpecs"]["additionalProperties"]["$ref"] == (
+        "#/types/trainjobs:index:ReplicaSpecArgs"
+    )
+    replica = served["types"]["trainjobs:index:ReplicaSpecArgs"]
+    assert {name: p.get("type", p.get("$ref")) for name, p in replica["properties"].items()} == {
+        "replicas": "integer",
+        "restartPolicy": "string",
+        "template": "object",
+    }
+    assert replica["required"] == ["template"]
+    pytorch = served["types"]["trainjobs:index:PyTorchJobSpecArgs"]["properties"]
+    assert pytorch["runPolicy"]["$ref"] == "#/types/trainjobs:index:RunPolicyArgs"
+    chainer = served["types"]["trainjobs:index:ChainerJobSpecArgs"]
+    assert (sorted(chainer["properties"]), chainer["required"]) == (
+        ["backend", "master", "worker", "workerSets"],
+        ["master"],
+    )
+
+
+CONSTRUCT = """
+import yaml
+from trainjobs.deploy.provider import provider
+
+document = yaml.safe_load(open("jobs/{file}"))
+inputs = {{"spec": document["spec"]}}
+provider().construct(document["metadata"]["name"], "trainjobs:index:{kind}", inputs, None)
+"""
+
+FROM_FILE = """
+import trainjobs
+
+trainjobs.{kind}.from_file("jobs/{file}")
+"""
+
+
+def registered(result: PreviewResult) -> list[tuple]:
+    names = {r.urn: r.name for r in result.resources}
+    return [
+        (r.type, r.name, names.get(r.parent), sorted(names[d] for d in r.dependencies), r.inputs)
+        for r in result.resources
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "file"),
+    [
+        ("ChainerJob", "chainermn-mnist.yaml"),
+        ("TFJob", "tf-mnist.yaml"),
+        ("PyTorchJob", "pytorch-mnist.yaml"),
+    ],
+)
+def test_construct_through_the_provider_registers_what_the_python_api_does(tmp_path, kind, file):
+    construct = CONSTRUCT.format(kind=kind, file=file)
+    through_provider = run_preview("test", program_project(tmp_path / "provider", construct))
+    python_api = FROM_FILE.format(kind=kind, file=file)
+    expected = run_preview("test", program_project(tmp_path / "api", python_api))
+    assert registered(through_provider) == registered(expected)
+    assert through_provider.resources[0].type == f"trainjobs:index:{kind}"
+    assert len(through_provider.kubernetes_objects()) > 1
+
+
+# ---------------------------------------------------------------------------------------------
+# The Pulumi YAML example. The offline preview evaluates Python programs only, so the YAML
+# program is checked against the provider's schema, and its resources are constructed through
+# the provider under the mock runtime.
+
+YAML_EXAMPLE = REPO / "examples" / "yaml" / "Pulumi.yaml"
+
+
+def schema_problems(value: object, spec: dict, types: dict, where: str) -> list[str]:
+    """Where ``value`` does not fit the schema property or object type ``spec``."""
+    if spec.get("$ref") == "pulumi.json#/Any":
+        return []
+    if "$ref" in spec:
+        return schema_problems(value, types[spec["$ref"].removeprefix("#/types/")], types, where)
+    kind = spec.get("type")
+    if kind == "object" and "properties" in spec:
+        if not isinstance(value, dict):
+            return [f"{where}: must be an object"]
+        problems = [
+            f"{where}.{key}: not in the schema" for key in value if key not in spec["properties"]
+        ]
+        problems += [
+            f"{where}.{key}: required" for key in spec.get("required", []) if key not in value
+        ]
+        for key, item in value.items():
+            if key in spec["properties"]:
+                problems += schema_problems(item, spec["properties"][key], types, f"{where}.{key}")
+        return problems
+    if kind == "object":
+        if not isinstance(value, dict):
+            return [f"{where}: must be an object"]
+        items = spec.get("additionalProperties", {})
+        return [
+            p for k, v in value.items() for p in schema_problems(v, items, types, f"{where}.{k}")
+        ]
+    if kind == "array":
+        if not isinstance(value, list):
+            return [f"{where}: must be a list"]
+        return [
+            p
+            for i, v in enumerate(value)
+            for p in schema_problems(v, spec["items"], types, f"{where}[{i}]")
+        ]
+    python = {"string": str, "integer": int, "number": (int, float), "boolean": bool}.get(kind)
+    if python is not None and not isinstance(value, python):
+        return [f"{where}: must be a {kind} (got {value!r})"]
+    return []
+
+
+def test_the_yaml_example_fits_the_providers_schema():
+    program = yaml.safe_load(YAML_EXAMPLE.read_text())
+    served = json.loads(SCHEMA_FILE.read_text())
+    assert program["runtime"] == "yaml"
+    assert program["packages"] == {"trainjobs": "../../provider"}
+    problems = []
+    for name, resource in program["resources"].items():
+        component = served["resources"][resource["type"]]
+        inputs = {
+            "type": "object",
+            "properties": component["inputProperties"],
+            "required": component["requiredInputs"],
+        }
+        problems += schema_problems(resource["properties"], inputs, served["types"], name)
+    assert problems == []
+    outputs = served["resources"]["trainjobs:index:TFJob"]["properties"]
+    assert {value.split(".")[1].rstrip("}") for value in program["outputs"].values()} <= set(
+        outputs
+    )
+
+
+def test_the_schema_check_sees_a_misspelled_field():
+    served = json.loads(SCHEMA_FILE.read_text())
+    spec = {"$ref": "#/types/trainjobs:index:TFJobSpecArgs"}
+    typo = {"tfReplicaSpecs": {"Worker": {"replicas": "two", "templat": {}}}}
+    assert schema_problems(typo, spec, served["types"], "spec") == [
+        "spec.tfReplicaSpecs.Worker.templat: not in the schema",
+        "spec.tfReplicaSpecs.Worker.template: required",
+        "spec.tfReplicaSpecs.Worker.replicas: must be a integer (got 'two')",
+    ]
+
+
+YAML_CONSTRUCT = """
+import yaml
+from trainjobs.deploy.provider import provider
+
+program = yaml.safe_load(open("Pulumi.yaml"))
+for name, resource in program["resources"].items():
+    provider().construct(name, resource["type"], resource["properties"], None)
+"""
+
+
+def test_the_yaml_examples_resources_construct_the_objects_of_the_python_api(tmp_path):
+    project = program_project(tmp_path / "yaml", YAML_CONSTRUCT)
+    shutil.copy(YAML_EXAMPLE, project / "Pulumi.yaml")
+    through_provider = run_preview("test", project)
+    python_api = FROM_FILE.format(kind="TFJob", file="tf-mnist.yaml")
+    expected = run_preview("test", program_project(tmp_path / "api", python_api))
+    assert registered(through_provider) == registered(expected)
