@@ -77,7 +77,6 @@ from trainjobs.local import ssh as local_ssh
 from trainjobs.local.cluster import (
     ClusterPlan,
     PodPlan,
-    plan_cluster,
 )
 from trainjobs.local.files import inside, new_run_directory, private_directory, write_private
 from trainjobs.local.job_run import JobRun
@@ -129,17 +128,9 @@ class RunOptions:
     """The container runtime's engine: podman or docker; None: whichever answers."""
 
 
-def run_job(job: JobDefinition, options: RunOptions | None = None) -> RunResult:
-    """Run the job to its outcome; never leaves a process, namespace or link behind (and
-    removes what earlier runs that were killed left)."""
-    options = options or RunOptions()
-    if options.network not in NETWORK_MODES:
-        raise UserError(f"--network must be one of {', '.join(NETWORK_MODES)}")
-    plan = plan_cluster(job.graph, job.success_jobs, job.success_any)
-    if options.runtime == "container":
-        from trainjobs.local.container.runtime import container_run
-
-        return container_run(job, plan, options).execute()
+def process_run(job: JobDefinition, plan: ClusterPlan, options: RunOptions) -> RunResult:
+    """Run the job's pods as host processes (``--runtime process``) to its outcome; the
+    dispatcher is :func:`trainjobs.local.start.run_job`."""
     _check_images(plan, options.image_aliases)
     stream = options.stream or sys.stdout
     clean_up_after_killed_runs(lambda line: print(f"[trainjobs] {line}", file=stream))
