@@ -518,3 +518,16 @@ def test_the_yaml_examples_resources_construct_the_objects_of_the_python_api(tmp
     python_api = FROM_FILE.format(kind="TFJob", file="tf-mnist.yaml")
     expected = run_preview("test", program_project(tmp_path / "api", python_api))
     assert registered(through_provider) == registered(expected)
+
+
+def test_the_readmes_library_example_registers_two_tfjobs_and_one_watcher(tmp_path):
+    readme = (REPO / "README.md").read_text()
+    example = readme.split("\n## Library\n", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    result = run_preview("test", program_project(tmp_path, example))
+    urns = {r.urn for r in result.resources}
+    assert [(r.type, r.name) for r in result.resources if r.parent not in urns] == [
+        ("trainjobs:index:TFJob", "mnist-2"),
+        ("trainjobs:index:TFJob", "mnist-4"),
+        ("pulumi-python:dynamic/trainjobs:JobCompletion", "completion"),
+    ]
+    assert result.outputs == {"chief": "mnist-2-chief-0"}
