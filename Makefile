@@ -69,6 +69,7 @@ $(TF_STAMP): requirements-tensorflow.txt
 
 test: setup container-images
 	$(BIN)/ruff check .
+	$(BIN)/python -m mypy  # the package and examples/sweep ([tool.mypy] files)
 	$(BIN)/pytest -q
 
 lint: setup

@@ -127,7 +127,7 @@ def _trainjobs(bin_dir: Path, run_dir: Path, runtime: str) -> list[str]:
 
 def _engine() -> str | None:
     """The engine container runs would use, or None (then they are not measured)."""
-    from trainjobs.engines.engine import available_engines
+    from trainjobs.engines.registry import available_engines
 
     found = available_engines()
     return found[0].name if found else None

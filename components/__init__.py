@@ -1,1 +1,102 @@
-"""trainjobs: distributed training jobs on Kubernetes as Pulumi infrastructure as code."""
+"""trainjobs: distributed training jobs on Kubernetes as Pulumi infrastructure as code.
+
+The public API, for a user's Pulumi program::
+
+    from trainjobs import JobCompletion, TFJob, TFJobSpec, ReplicaSpec
+
+Names load when first used (PEP 562), so ``import trainjobs`` stays cheap for the CLI
+(`trainjobs validate` never loads Pulumi). Type checkers see the real names below.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from trainjobs.cloud.gpu_pool import GpuNodePool
+    from trainjobs.cloud.node_pool import GpuNodePoolConfig
+    from trainjobs.cloud.scheduling import SchedulingProfile
+    from trainjobs.core.graph import GraphOptions
+    from trainjobs.core.replica_spec import ReplicaSpec, RunPolicy, SchedulingPolicy
+    from trainjobs.deploy.completion import WatchSettings
+    from trainjobs.deploy.component import TrainingJob
+    from trainjobs.deploy.infra_stack import InfraStack
+    from trainjobs.deploy.jobs import (
+        ChainerJob,
+        JobCompletion,
+        KubeflowJob,
+        PyTorchJob,
+        PyTorchJobSpec,
+        TFJob,
+        TFJobSpec,
+    )
+    from trainjobs.images.cuda_image import CudaImage
+    from trainjobs.kinds.chainer.spec import ChainerJobSpec, MasterSpec, MpiConfig, WorkerSpec
+    from trainjobs.kinds.pytorch.spec import ElasticPolicy
+
+_EXPORTS = {
+    "ChainerJob": "trainjobs.deploy.jobs",
+    "TFJob": "trainjobs.deploy.jobs",
+    "PyTorchJob": "trainjobs.deploy.jobs",
+    "KubeflowJob": "trainjobs.deploy.jobs",
+    "JobCompletion": "trainjobs.deploy.jobs",
+    "TFJobSpec": "trainjobs.deploy.jobs",
+    "PyTorchJobSpec": "trainjobs.deploy.jobs",
+    "ChainerJobSpec": "trainjobs.kinds.chainer.spec",
+    "MasterSpec": "trainjobs.kinds.chainer.spec",
+    "WorkerSpec": "trainjobs.kinds.chainer.spec",
+    "MpiConfig": "trainjobs.kinds.chainer.spec",
+    "ElasticPolicy": "trainjobs.kinds.pytorch.spec",
+    "ReplicaSpec": "trainjobs.core.replica_spec",
+    "RunPolicy": "trainjobs.core.replica_spec",
+    "SchedulingPolicy": "trainjobs.core.replica_spec",
+    "TrainingJob": "trainjobs.deploy.component",
+    "WatchSettings": "trainjobs.deploy.completion",
+    "GraphOptions": "trainjobs.core.graph",
+    "SchedulingProfile": "trainjobs.cloud.scheduling",
+    "InfraStack": "trainjobs.deploy.infra_stack",
+    "GpuNodePool": "trainjobs.cloud.gpu_pool",
+    "GpuNodePoolConfig": "trainjobs.cloud.node_pool",
+    "CudaImage": "trainjobs.images.cuda_image",
+}
+"""Public name -> the module that defines it."""
+
+__all__ = [
+    "ChainerJob",
+    "ChainerJobSpec",
+    "CudaImage",
+    "ElasticPolicy",
+    "GpuNodePool",
+    "GpuNodePoolConfig",
+    "GraphOptions",
+    "InfraStack",
+    "JobCompletion",
+    "KubeflowJob",
+    "MasterSpec",
+    "MpiConfig",
+    "PyTorchJob",
+    "PyTorchJobSpec",
+    "ReplicaSpec",
+    "RunPolicy",
+    "SchedulingPolicy",
+    "SchedulingProfile",
+    "TFJob",
+    "TFJobSpec",
+    "TrainingJob",
+    "WatchSettings",
+    "WorkerSpec",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'trainjobs' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -74,7 +74,7 @@ def _configure(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from trainjobs.engines.engine import find_engine
+    from trainjobs.engines.registry import find_engine
     from trainjobs.images.builder import buildable, cpu_images
     from trainjobs.images.local_images import build_images
 
@@ -87,7 +87,7 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _bootstrap(args: argparse.Namespace) -> int:
-    from trainjobs.engines.engine import find_engine
+    from trainjobs.engines.registry import find_engine
     from trainjobs.images.local_images import prepare
 
     prepare(find_engine(args.engine), _settings(args, saved=True), _say)

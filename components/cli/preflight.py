@@ -14,7 +14,6 @@ from trainjobs.cloud.preflight import (
     PreflightSettings,
     run_checks,
 )
-from trainjobs.cloud.scheduling import SchedulingProfile
 from trainjobs.core.errors import UserError
 
 
@@ -22,19 +21,23 @@ def _settings_for_stack(stack: str, project: Path) -> PreflightSettings:
     """The stack's jobs and GPU profile, read the way the Pulumi program reads them."""
     import pulumi
 
+    from trainjobs.deploy.infra_stack import stack_outputs
     from trainjobs.deploy.program import StackSettings, load_jobs
     from trainjobs.review.preview import stack_config
 
     config = stack_config(project, stack)
-    profile = SchedulingProfile.from_config(config.get(CONFIG_KEY))
+    pulumi.runtime.set_all_config(config, [])
+    settings = StackSettings.from_config(pulumi.Config("trainjobs"))
+    if settings.infra_stack is not None:  # the pool of `trainjobs:infraStack`
+        settings = settings.with_infra_stack(stack_outputs(project, settings.infra_stack))
+    profile = settings.gpu_pool
     if profile is None:
         raise UserError(
             f"stack {stack} sets no {CONFIG_KEY}: pre-flight checks need the GPU pool's "
             "scheduling profile (the infra stack's schedulingProfiles output; see infra/)"
         )
-    pulumi.runtime.set_all_config(config, [])
     with contextlib.chdir(project):  # job files are relative to the project, as for Pulumi
-        jobs = load_jobs(StackSettings.from_config(pulumi.Config("trainjobs")))
+        jobs = load_jobs(settings)
     return PreflightSettings.from_jobs(profile, [job.graph for job in jobs])
 
 

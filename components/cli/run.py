@@ -84,7 +84,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _clean(args: argparse.Namespace) -> int:
-    from trainjobs.engines.engine import available_engines
+    from trainjobs.engines.registry import available_engines
     from trainjobs.local.container.cleanup import remove_stale
     from trainjobs.local.runtime import clean_up_after_killed_runs
 
@@ -111,7 +111,8 @@ def _run(args: argparse.Namespace) -> int:
     from trainjobs.cli.jobs import report_warnings
     from trainjobs.core.graph import GraphOptions
     from trainjobs.kinds.registry import load_job
-    from trainjobs.local.runtime import RunOptions, run_job
+    from trainjobs.local.runtime import RunOptions
+    from trainjobs.local.start import run_job
 
     aliases = {}
     for item in args.map_image:

@@ -241,7 +241,7 @@ def status_command(args: argparse.Namespace) -> int:
     if not states:
         print(f"no training jobs in namespace {escape(args.namespace)}")
         return 0
-    rows = [("JOB", "KIND", "PHASE", "DETAIL")]
+    rows: list[tuple[str, ...]] = [("JOB", "KIND", "PHASE", "DETAIL")]
     rows += [tuple(escape(cell) for cell in (s.name, s.kind, s.phase, s.detail)) for s in states]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for name, kind, phase, detail in rows:

@@ -167,7 +167,7 @@ def run_checks(settings: PreflightSettings, aws: AwsClients | Any = None) -> lis
     clients = aws if isinstance(aws, AwsClients) else AwsClients(aws)
     try:
         ec2 = clients.client("ec2")
-        gpus = {}
+        gpus: dict[str, int] = {}
         results = _instance_type_checks(ec2, settings, gpus)
         results += _fit_checks(settings, gpus)
         results += _zone_checks(ec2, settings, gpus)

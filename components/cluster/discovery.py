@@ -48,7 +48,7 @@ def _anchors(
             api,
             what,
             namespace,
-            lambda lister=lister: lister(
+            lambda lister=lister: lister(  # type: ignore[misc]
                 namespace, label_selector=selector, _request_timeout=timeout
             ),
             retry,

@@ -12,7 +12,7 @@ server's ``watch=true`` sends them: ``{"type": ..., "object": ...}``) through
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -121,7 +121,7 @@ def watch_events(
     what: str,
     model: str,
     check: Callable[[Any, str], Any],
-) -> Iterator[tuple[str, Any]]:
+) -> Generator[tuple[str, Any], None, None]:
     """(type, object) of each event of a watch ``response`` until it ends or ``deadline``;
     an ERROR event becomes the ApiException its Status carries (410 Gone: re-list)."""
     from kubernetes.client.exceptions import ApiException

@@ -388,6 +388,7 @@ class _JobWatch:
         A DELETED event whose object already carries Complete/Failed keeps that outcome
         (e.g. ttlSecondsAfterFinished removed it right after it finished).
         """
+        final: JobStatus | None
         master = self.jobs.get(self.job_name)
         if master is None or (self.job_uid and master.metadata.uid != self.job_uid):
             if master is None:

@@ -201,7 +201,7 @@ def _check_volumes(check: _Checker, volumes: Any, path: str) -> set[str]:
         valid = check.name(f"{where}.name", name, apimachinery.dns1123_label, "the volume's name")
         if isinstance(name, str) and name in names:
             check.add(f"{where}.name", f"Duplicate value: {_shown(name)}")
-        elif valid:
+        elif valid and isinstance(name, str):
             names.add(name)
         sources = [key for key in VOLUME_SOURCES if volume.get(key) is not None]
         if not sources:

@@ -87,6 +87,29 @@ class RunPolicy(SpecModel):
     """The controller of the job (Kueue's MultiKueue); informational here."""
 
 
+class ReplicatedJobSpec(SpecModel):
+    """The ``v1`` spec fields TFJob and PyTorchJob share (Kubeflow's common RunPolicy).
+
+    training-operator's ``TFJobSpec`` and ``PyTorchJobSpec`` both embed ``RunPolicy`` and a
+    map of replica type to ``ReplicaSpec`` (``pkg/apis/kubeflow.org/v1/common_types.go``);
+    the kinds' models add their replica map and their own policies. Every field defaults to
+    None (not set).
+    """
+
+    run_policy: RunPolicy | None = None
+    """Run-wide policies (training-operator 1.3+). Default: None (the operator's defaults)."""
+    # tf-operator 1.0 and pytorch-operator (Kubeflow 1.0-1.3) read these at the top of spec;
+    # training-operator reads them in runPolicy.
+    clean_pod_policy: str | None = None
+    """Early v1: runPolicy.cleanPodPolicy. Default: None."""
+    ttl_seconds_after_finished: int | None = None
+    """Early v1: runPolicy.ttlSecondsAfterFinished. Default: None."""
+    active_deadline_seconds: int | None = None
+    """Early v1: runPolicy.activeDeadlineSeconds. Default: None."""
+    backoff_limit: int | None = None
+    """Early v1: runPolicy.backoffLimit. Default: None."""
+
+
 @dataclass(frozen=True)
 class Restart:
     """How a replica's pods are restarted: Kubeflow's policy mapped onto batch/v1.
@@ -337,7 +360,9 @@ def run_settings(spec: SpecModel, default_clean_pod_policy: str, problems: list[
     return check_run_policy(values, path, default_clean_pod_policy, problems)
 
 
-def v1alpha1_restart(template: Any, path: str, warnings: list[Problem]) -> str:
+def v1alpha1_restart(
+    template: Any, path: str, warnings: list[Problem]
+) -> Literal["OnFailure", "Never"]:
     """v1alpha1: the pod template's restartPolicy is the replica's. Unset (the API server's
     Always) runs as OnFailure: those operators judged a replica by its container's exit code,
     so its first exit 0 finished it and a failure was retried."""

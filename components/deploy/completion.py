@@ -211,7 +211,7 @@ class JobCompletion(pulumi.dynamic.Resource, module="trainjobs", name="JobComple
         settings: WatchSettings,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        kubeconfig = (
+        kubeconfig: pulumi.Output[str] | None = (
             None if settings.kubeconfig is None else pulumi.Output.secret(settings.kubeconfig)
         )
         props: dict[str, Any] = {

@@ -5,9 +5,10 @@ with the graph's edges as ``depends_on``. Options that only matter to Pulumi liv
 not in the graph: await behaviour, ignore_changes, replacement order.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: the component provider reads the outputs'
+# annotations at run time (pulumi/provider/experimental/analyzer.py `analyze_type`).
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import pulumi
@@ -68,7 +69,7 @@ def _snake(key: str) -> str:
 
 
 def resource_options(
-    node: Node, parent: pulumi.Resource, depends_on: list[pulumi.Resource], gated: bool
+    node: Node, parent: pulumi.Resource, depends_on: Sequence[pulumi.Resource], gated: bool
 ) -> pulumi.ResourceOptions:
     """The Pulumi options a node needs beyond its manifest.
 
@@ -161,13 +162,14 @@ class TrainingJob(pulumi.ComponentResource):
     Jobs are then created suspended and the watcher starts each run.
     """
 
+    # Only the outputs are annotated here: they are the component's outputs in the provider's
+    # schema; the other attributes are set in __init__.
     namespace: pulumi.Output[str]
+    """The job's namespace."""
     master_job_name: pulumi.Output[str]
+    """The batch/v1 Job whose completion is the job's success (the first, if several)."""
     worker_pod_names: pulumi.Output[list[str]]
-    resources: dict[str, pulumi.CustomResource]
-    target: WatchTarget
-    notices: list[str]
-    """Things the program could not do as the spec says (logged as warnings)."""
+    """The pods of the job's other replicas."""
 
     def __init__(
         self,
@@ -177,10 +179,15 @@ class TrainingJob(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(f"trainjobs:index:{job.kind}", job.name, None, opts)
-        self.resources = {}
+        self.resources: dict[str, pulumi.CustomResource] = {}
+        """The job's Kubernetes objects by graph key (`Kind/name`)."""
+        self.job = job
+        """The validated job the component was built from."""
+        self.watched = watched
         gated = watched and not job.queued
-        self.target = watch_target(job, gated=gated)
-        self.notices = ttl_notices(job, watched=watched)
+        self.target: WatchTarget = watch_target(job, gated=gated)
+        self.notices: list[str] = ttl_notices(job, watched=watched)
+        """Things the program could not do as the spec says (logged as warnings)."""
         held = job.queued and job.suspend
         if held:
             self.notices.append(

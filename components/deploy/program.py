@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import glob
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pulumi
 
-from trainjobs.cloud.scheduling import SchedulingProfile, apply_scheduling
+from trainjobs.cloud.scheduling import SchedulingProfile
 from trainjobs.core.errors import Problem, SpecError, UserError
 from trainjobs.core.gang import GANG_SCHEDULERS
 from trainjobs.core.graph import (
@@ -20,15 +21,12 @@ from trainjobs.core.graph import (
     GraphOptions,
 )
 from trainjobs.core.job_document import namespace_problems
-from trainjobs.deploy.completion import (
-    OUTCOME_FIELDS,
-    JobCompletion,
-    WatchedJob,
-    WatchSettings,
-)
+from trainjobs.deploy.completion import OUTCOME_FIELDS, WatchSettings
 from trainjobs.deploy.component import TrainingJob
+from trainjobs.deploy.infra_stack import IMAGES_OUTPUT, PROFILES_OUTPUT, InfraStack, pool_profile
+from trainjobs.deploy.jobs import JobCompletion, place_job
 from trainjobs.images.gpu_support import check_images_on_pool
-from trainjobs.images.pinning import image_pins_from_config, pin_images
+from trainjobs.images.pinning import image_pins_from_config
 from trainjobs.kinds.registry import JobDefinition, load_job
 
 
@@ -45,6 +43,11 @@ class StackSettings:
     """`trainjobs:images`: image reference as jobs name it -> `repo@sha256:...`."""
     require_digests: bool = False
     """`trainjobs:requireDigests`: refuse any container image left on a tag after pinning."""
+    infra_stack: str | None = None
+    """`trainjobs:infraStack`: the infra stack (`org/trainjobs-infra/gpu-a100`) whose GPU pool
+    and image pins the jobs use, read through a StackReference."""
+    gpu_pool_name: str | None = None
+    """`trainjobs:gpuPoolName`: which of the infra stack's pools (default: its only one)."""
 
     @classmethod
     def from_config(cls, config: pulumi.Config) -> StackSettings:
@@ -65,6 +68,40 @@ class StackSettings:
             preflight=config.get_bool("preflight") is not False,
             images=image_pins_from_config(config.get("images")),
             require_digests=config.get_bool("requireDigests") is True,
+            infra_stack=config.get("infraStack"),
+            gpu_pool_name=config.get("gpuPoolName"),
+        )
+
+    def with_infra_stack(self, outputs: Mapping[str, Any] | None = None) -> StackSettings:
+        """The settings with the pool's profile and the image pins of `trainjobs:infraStack`
+        (pins set in `trainjobs:images` win). ``outputs``: the infra stack's outputs (default
+        None: read through a StackReference)."""
+        if self.infra_stack is None:
+            if self.gpu_pool_name is not None:
+                raise UserError(
+                    "stack config trainjobs:gpuPoolName names a pool of trainjobs:infraStack; "
+                    "set trainjobs:infraStack too (e.g. org/trainjobs-infra/gpu-a100)"
+                )
+            return self
+        if self.gpu_pool is not None:
+            raise UserError(
+                "stack config: set trainjobs:gpuPool or trainjobs:infraStack, not both "
+                "(the infra stack exports the pool's profile)"
+            )
+        if outputs is None:
+            infra = InfraStack(self.infra_stack)
+            outputs = {name: infra.output(name) for name in (PROFILES_OUTPUT, IMAGES_OUTPUT)}
+        return replace(
+            self,
+            gpu_pool=pool_profile(
+                self.infra_stack, outputs.get(PROFILES_OUTPUT), self.gpu_pool_name
+            ),
+            images={
+                **image_pins_from_config(
+                    outputs.get(IMAGES_OUTPUT), source=f"{self.infra_stack} {IMAGES_OUTPUT}"
+                ),
+                **self.images,
+            },
         )
 
 
@@ -161,19 +198,16 @@ def load_jobs(settings: StackSettings) -> list[JobDefinition]:
     jobs = [job for _, job in loaded]
     if settings.gpu_pool is not None:
         check_images_on_pool([job.graph for job in jobs], settings.gpu_pool)
-        jobs = [replace(job, graph=apply_scheduling(job.graph, settings.gpu_pool)) for job in jobs]
-    if settings.images or settings.require_digests:
-        # After scheduling, before pre-flight: pre-flight checks the pinned digests in ECR.
-        pin = partial(pin_images, pins=settings.images, require_digests=settings.require_digests)
-        jobs = [replace(job, graph=pin(job.graph)) for job in jobs]
-    return jobs
+    return [
+        place_job(job, settings.gpu_pool, settings.images, settings.require_digests) for job in jobs
+    ]
 
 
 def run() -> None:
     """Build one component per job, one completion watcher for all of them, and export each
     job's outputs, keyed by job name."""
     try:
-        settings = StackSettings.from_config(pulumi.Config("trainjobs"))
+        settings = StackSettings.from_config(pulumi.Config("trainjobs")).with_infra_stack()
         jobs = load_jobs(settings)
         if settings.gpu_pool is not None and settings.preflight:
             from trainjobs.cloud.preflight import check_before_registering
@@ -191,12 +225,7 @@ def run() -> None:
         components.append(component)
     completion = None
     if watch.watch and components:
-        completion = JobCompletion(
-            "completion",
-            [WatchedJob(c.target, c.uids()) for c in components],
-            watch,
-            pulumi.ResourceOptions(depends_on=[w for c in components for w in c.workloads]),
-        )
+        completion = JobCompletion("completion", components, watch)
     for job, component in zip(jobs, components, strict=True):
         outputs: dict[str, object] = {
             "kind": job.kind,

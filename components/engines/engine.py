@@ -1,16 +1,17 @@
-"""The container engine interface both adapters implement, its requests, and finding one.
+"""The container engine interface both adapters implement and its requests.
 
 Like the Kubeflow Trainer SDK's container backend (``backends/container/adapters/``), the
 callers (image builds, the container runtime) speak to :class:`Engine` only; each adapter
 turns a request into its engine's command line. Everything an engine creates for trainjobs
 carries labels (:data:`RUN_LABEL`, :data:`OWNER_LABEL`), stored by the engine together with the
 object in the same call, so what a killed run left behind can always be found again.
+Finding an engine is :mod:`trainjobs.engines.registry`'s (it knows the adapters; no adapter
+imports it).
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -385,43 +386,6 @@ def env_file_text(env: dict[str, str]) -> str:
         if problem is not None:
             raise UserError(f"env {name}: {problem}")
     return "".join(f"{name}={value}\n" for name, value in env.items())
-
-
-def _adapters() -> dict[str, type[Engine]]:
-    """Each engine's adapter class, in :data:`ENGINES` order."""
-    from trainjobs.engines.docker import Docker
-    from trainjobs.engines.podman import Podman
-
-    return {"podman": Podman, "docker": Docker}
-
-
-def adapter(name: str, executable: str) -> Engine:
-    """The adapter of engine ``name`` for its client at ``executable``."""
-    return _adapters()[name](executable)
-
-
-def available_engines(wanted: str | None = None) -> list[Engine]:
-    """The engines that answer here (``wanted`` only, if given), podman first."""
-    if wanted is not None and wanted not in ENGINES:
-        raise UserError(f"--engine {wanted!r}: choose one of {', '.join(ENGINES)}")
-    found = []
-    for name, engine in _adapters().items():
-        executable = shutil.which(name)
-        if wanted in (None, name) and executable is not None and engine.usable(executable):
-            found.append(engine(executable))
-    return found
-
-
-def find_engine(wanted: str | None = None) -> Engine:
-    """The engine to use: ``wanted``, else podman, else docker, whichever answers."""
-    found = available_engines(wanted)
-    if found:
-        return found[0]
-    if wanted:
-        raise EngineUnavailable(
-            f"--engine {wanted}: {wanted} is not installed or does not answer here; " + INSTALL_HINT
-        )
-    raise EngineUnavailable(f"no container engine (podman or docker) answers here; {INSTALL_HINT}")
 
 
 INSTALL_HINT = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from packaging.utils import canonicalize_name
 
@@ -68,7 +68,8 @@ def compatibility_problems(image: Image) -> list[Problem]:
 
 
 def _duplicate_pins(image: Image) -> list[Problem]:
-    problems, seen = [], {}
+    problems: list[Problem] = []
+    seen: dict[str, Any] = {}
     for name, (version, field) in all_pins(image):
         if name in seen and seen[name] != (version, field):
             first_version, first_field = seen[name]

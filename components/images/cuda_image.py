@@ -103,7 +103,7 @@ class CudaImage(pulumi.ComponentResource):
         import pulumi_docker_build as docker_build
 
         child = pulumi.ResourceOptions(parent=self)
-        self.repository = aws.ecr.Repository(
+        self.repository = repository = aws.ecr.Repository(
             name,
             name=declaration.repository,
             image_scanning_configuration={"scan_on_push": True},
@@ -111,12 +111,13 @@ class CudaImage(pulumi.ComponentResource):
             tags={"trainjobs.io/image": declaration.reference},
             opts=child,
         )
-        url = self.repository.repository_url
+        url = repository.repository_url
         token = aws.ecr.get_authorization_token_output(
-            registry_id=self.repository.registry_id, opts=pulumi.InvokeOptions(parent=self)
+            registry_id=repository.registry_id, opts=pulumi.InvokeOptions(parent=self)
         )
         tag = image_tag(declaration)
-        self.image = docker_build.Image(
+        # Platforms as their names: docker-build's Platform enum is a str enum of the same values.
+        self.image = image = docker_build.Image(  # type: ignore[call-overload]
             name,
             context={"location": _relative(IMAGES_DIR)},
             dockerfile={"location": _relative(IMAGES_DIR / dockerfile_path(declaration))},
@@ -137,7 +138,7 @@ class CudaImage(pulumi.ComponentResource):
             build_on_preview=build_on_preview,
             opts=child,
         )
-        self.digest = self.image.digest  # type: ignore[attr-defined]
+        self.digest = image.digest
         self.ref = pulumi.Output.concat(url, "@", self.digest)
         self.tag = pulumi.Output.from_input(tag)
 

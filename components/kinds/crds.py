@@ -9,6 +9,7 @@ marked `x-kubernetes-preserve-unknown-fields`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ GENERATED_HEADER = (
 class CrdSource:
     kind: str
     plural: str
-    versions: dict[str, type[BaseModel]]
+    versions: Mapping[str, type[BaseModel]]
     """Version name -> spec model; the last one is the storage version."""
     group: str = "kubeflow.org"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Set
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -117,9 +118,11 @@ class JobRun:
                 self._failed(pod, failure)
                 if self.condition is not None:
                     return
-        required = self.plan.succeeded_indexes
-        if required is None:
-            required = {pod.plan.index or 0 for pod in self.pods}
+        required: Set[int] = (
+            self.plan.succeeded_indexes
+            if self.plan.succeeded_indexes is not None
+            else {pod.plan.index or 0 for pod in self.pods}
+        )
         if required <= self.succeeded:
             names = [pod.name for pod in self.pods if (pod.plan.index or 0) in required]
             policy = " (successPolicy)" if self.plan.succeeded_indexes is not None else ""

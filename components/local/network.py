@@ -36,7 +36,7 @@ from trainjobs.core.errors import UserError
 from trainjobs.local.files import inside
 from trainjobs.local.ledger import Ledger, resource_kind
 
-POD_SUBNETS = ipaddress.ip_network("198.18.0.0/15")
+POD_SUBNETS = ipaddress.IPv4Network("198.18.0.0/15")
 NETNS_CONFIG = Path("/etc/netns")
 NETNS_RUN = Path("/run/netns")
 PREFIX = "tj-"

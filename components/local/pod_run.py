@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from trainjobs.core.errors import UserError
@@ -163,7 +163,7 @@ class LocalPod:
         return left
 
 
-def stop_pods(pods: list[LocalPod], grace: Callable[[LocalPod], float]) -> None:
+def stop_pods(pods: Sequence[LocalPod], grace: Callable[[LocalPod], float]) -> None:
     """Stop pods together, as the kubelets do: SIGTERM every container, wait until each pod
     has exited or its own ``grace`` has passed (a second Ctrl-C cuts it short), then kill
     whatever is left."""

@@ -27,6 +27,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -193,6 +194,7 @@ class ContainerProcess:
         self.name = name
         self.spec = spec
         self.sink = sink
+        self.process: subprocess.Popen[bytes] | None
         try:
             self.process = subprocess.Popen(
                 sandbox.wrap(spec),
@@ -246,8 +248,8 @@ class ContainerProcess:
 def pod_processes(
     registry: str,
     pod: str | None = None,
-    netns_inodes: set[int] = frozenset(),
-    sessions: set[int] = frozenset(),
+    netns_inodes: Set[int] = frozenset(),
+    sessions: Set[int] = frozenset(),
 ) -> list[int]:
     """PIDs of a run's live processes (of one pod if ``pod`` is given).
 

@@ -79,7 +79,6 @@ from trainjobs.local.backoff import RestartBackoff
 from trainjobs.local.cluster import (
     ClusterPlan,
     PodPlan,
-    plan_cluster,
 )
 from trainjobs.local.files import inside, new_run_directory, private_directory, write_private
 from trainjobs.local.job_run import JobRun
@@ -95,7 +94,6 @@ from trainjobs.local.network import (
     netns_available,
 )
 from trainjobs.local.pod_run import POLL_SECONDS, PodRun, stop_pods
-from trainjobs.local.pod_security import check_baseline
 from trainjobs.local.pods import (
     LogSink,
     kill_all,
@@ -132,18 +130,9 @@ class RunOptions:
     """The container runtime's engine: podman or docker; None: whichever answers."""
 
 
-def run_job(job: JobDefinition, options: RunOptions | None = None) -> RunResult:
-    """Run the job to its outcome; never leaves a process, namespace or link behind (and
-    removes what earlier runs that were killed left)."""
-    options = options or RunOptions()
-    if options.network not in NETWORK_MODES:
-        raise UserError(f"--network must be one of {', '.join(NETWORK_MODES)}")
-    plan = plan_cluster(job.graph, job.success_jobs, job.success_any)
-    check_baseline(plan)  # both runtimes: the same specs run (README: what each isolates)
-    if options.runtime == "container":
-        from trainjobs.local.container.runtime import container_run
-
-        return container_run(job, plan, options).execute()
+def process_run(job: JobDefinition, plan: ClusterPlan, options: RunOptions) -> RunResult:
+    """Run the job's pods as host processes (``--runtime process``) to its outcome; the
+    dispatcher is :func:`trainjobs.local.start.run_job`."""
     _check_images(plan, options.image_aliases)
     stream = options.stream or sys.stdout
     clean_up_after_killed_runs(lambda line: print(f"[trainjobs] {line}", file=stream))
@@ -342,12 +331,12 @@ class Run:
     def sessions(self, pod: str | None = None, container: str | None = None) -> set[int]:
         """The sessions of the run's container processes (of one pod, one container)."""
         return {
-            started.process.pid
+            process.pid
             for each in self.pods
             if pod is None or each.name == pod
             for name, started in each.processes.items()
             if (container is None or name == container)
-            and getattr(started, "process", None) is not None
+            and (process := getattr(started, "process", None)) is not None
         }
 
     def publish(self) -> None:

@@ -39,7 +39,7 @@ def install_signal_handlers() -> Handlers:
     (main thread only: Python delivers signals there)."""
     if not in_main_thread():
         return {}
-    previous = {}
+    previous: dict[int, Any] = {}
     for signum in STOP_SIGNALS:
         previous[signum] = signal.signal(signum, raise_interrupted)
     return previous

@@ -215,8 +215,8 @@ def diff_resource(
     effective_new = apply_ignore_changes(old, new, list(head.ignore_changes))
     rules = replace_on_change(new, settings) + tuple(f".{p}" for p in head.replace_on_changes)
 
-    def classified(after: dict[str, Any]) -> list[Change]:
-        return [
+    def classified(after: dict[str, Any]) -> tuple[Change, ...]:
+        return tuple(
             Change(
                 path,
                 kind,
@@ -225,7 +225,7 @@ def diff_resource(
                 next((r for r in rules if _rule_matches(r, path, value)), None),
             )
             for path, kind, before, value in property_changes(old, after)
-        ]
+        )
 
     changes = classified(effective_new)
     applied = {change.path for change in changes}

@@ -24,6 +24,7 @@ from pulumi.runtime.sync_await import _sync_await
 
 from trainjobs.core.errors import UserError
 from trainjobs.core.manifests import prepare_output_dir, write_manifests
+from trainjobs.deploy.infra_stack import STACK_REFERENCES_FILE, stack_references
 from trainjobs.review.stack_file import stack_settings
 
 PROJECT = "trainjobs"
@@ -92,9 +93,22 @@ def _short(registration: Registration) -> str:
 
 
 class _Mocks(pulumi.runtime.Mocks):
-    """Resources "create" with their inputs as state, the way a preview shows them."""
+    """Resources "create" with their inputs as state, the way a preview shows them; a stack
+    reference reads the referenced stack's outputs from :data:`STACK_REFERENCES_FILE`."""
+
+    def __init__(self, stack_outputs: dict[str, Any] | None = None) -> None:
+        self.stack_outputs = stack_outputs or {}
+        self.missing: list[str] = []
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
+        if args.typ == "pulumi:pulumi:StackReference":
+            # The engine reads the stack's outputs (pulumi/stack_reference.py: the resource's
+            # `outputs` and `secretOutputNames` state); a stack not in the file has none.
+            stack = args.inputs.get("name", args.name)
+            if stack not in self.stack_outputs:
+                self.missing.append(stack)
+            outputs = self.stack_outputs.get(stack, {})
+            return stack, {"name": stack, "outputs": outputs, "secretOutputNames": []}
         return args.name, args.inputs
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list[tuple[str, str]]]:
@@ -104,8 +118,8 @@ class _Mocks(pulumi.runtime.Mocks):
 class _RecordingMonitor(mocks.MockMonitor):
     """Records the resource options that the mock runtime itself ignores."""
 
-    def __init__(self, redactor: _Redactor) -> None:
-        super().__init__(_Mocks())
+    def __init__(self, redactor: _Redactor, stack_outputs: dict[str, Any] | None = None) -> None:
+        super().__init__(_Mocks(stack_outputs))
         self.registrations: list[Registration] = []
         self.redactor = redactor
 
@@ -128,6 +142,26 @@ class _RecordingMonitor(mocks.MockMonitor):
                     replace_on_changes=list(request.replaceOnChanges),
                 )
             )
+        return response
+
+    def ReadResource(self, request: Any) -> Any:
+        """A read resource (a stack reference): recorded, so the preview shows what it reads."""
+        response = super().ReadResource(request)
+        self.registrations.append(
+            Registration(
+                urn=response.urn,
+                type=request.type,
+                name=request.name,
+                parent=request.parent,
+                custom=True,
+                dependencies=list(request.dependencies),
+                ignore_changes=[],
+                delete_before_replace=False,
+                inputs=self.redactor.plain(
+                    rpc.deserialize_properties(request.properties, keep_unknowns=True)
+                ),
+            )
+        )
         return response
 
 
@@ -227,6 +261,10 @@ def _working_directory(path: Path) -> Iterator[None]:
         os.chdir(previous)
 
 
+def _run_program(program: Path) -> None:
+    runpy.run_path(str(program), run_name="__main__")
+
+
 def run_preview(
     stack: str, project_dir: Path = Path("."), overrides: dict[str, str] | None = None
 ) -> PreviewResult:
@@ -240,7 +278,7 @@ def run_preview(
         raise UserError(f"no Pulumi program at {program}")
     config = {**stack_config(project_dir, stack), **(overrides or {})}
     redactor = _Redactor(config)
-    monitor = _RecordingMonitor(redactor)
+    monitor = _RecordingMonitor(redactor, stack_references(project_dir))
     pulumi.runtime.set_all_config(config, [])
     settings.ROOT.set(None)  # a fresh root Stack per preview, as in a real deployment
     pulumi.runtime.set_mocks(
@@ -249,8 +287,15 @@ def run_preview(
     root = settings.get_root_resource()
     with _working_directory(project_dir):
         try:
-            _sync_await(run_pulumi_func(lambda: runpy.run_path(str(program), run_name="__main__")))
+            _sync_await(run_pulumi_func(lambda: _run_program(program)))
         except pulumi.RunError as error:
+            missing = monitor.mocks.missing  # type: ignore[attr-defined]
+            if missing:
+                raise UserError(
+                    f"{error}\n(offline preview: the program references stack "
+                    f"{', '.join(missing)}; put its outputs, as `pulumi stack output --stack "
+                    f"NAME --json` prints them, under its name in {STACK_REFERENCES_FILE})"
+                ) from None
             raise UserError(str(error)) from None
     outputs = {
         name: _output(redactor, pulumi.Output.from_input(value))

@@ -140,8 +140,8 @@ def apply_ignore_changes(old: Any, new: Any, ignore_changes: list[str]) -> Any:
             found, value = _lookup(old, path)
             last = path[-1]
             settable = isinstance(parent, dict) == isinstance(last, str)
-            if found and settable and (isinstance(parent, dict) or last < len(parent)):
-                parent[last] = copy.deepcopy(value)
+            if found and settable and (isinstance(parent, dict) or int(last) < len(parent)):
+                parent[last] = copy.deepcopy(value)  # type: ignore[index]  # settable: key fits
             elif not found and isinstance(parent, dict) and last in parent:
                 del parent[last]
     return result

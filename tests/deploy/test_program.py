@@ -541,3 +541,149 @@ def test_no_workload_of_any_stack_skips_the_await_of_its_deletion(stack):
         )
         for r in workloads
     } == {r.name: (None, "jsonpath={.metadata.uid}") for r in workloads}
+
+
+# ---------------------------------------------------------------------------------------------
+# trainjobs:infraStack: the pool's profile and the image pins through a StackReference
+
+INFRA_STACK = "org/trainjobs-infra/gpu-a100"
+CHAINERMN_IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/trainjobs/chainermn:7.8.1-cuda12.2"
+PINNED = CHAINERMN_IMAGE.split(":7.8.1")[0] + "@sha256:" + "ab" * 32
+
+
+@pytest.fixture(scope="module")
+def infra_outputs() -> dict:
+    """What the example infra stack gpu-a100 exports (its own offline preview)."""
+    return run_preview("gpu-a100", REPO / "infra").outputs
+
+
+def gpu_job_project(tmp_path: Path, config: dict, references: dict | None) -> Path:
+    project = make_project(tmp_path, config)
+    shutil.copy(REPO / "jobs" / "chainermn-gpu.yaml", project / "jobs")
+    if references is not None:
+        (project / "stack-references.json").write_text(json.dumps(references))
+    return project
+
+
+def test_a_stack_naming_the_infra_stack_gets_the_pools_profile_and_its_image_pins(
+    tmp_path, infra_outputs
+):
+    references = {
+        INFRA_STACK: {
+            "schedulingProfiles": infra_outputs["schedulingProfiles"],
+            "images": {CHAINERMN_IMAGE: PINNED},
+        }
+    }
+    config = {
+        "trainjobs:job": "jobs/chainermn-gpu.yaml",
+        "trainjobs:infraStack": INFRA_STACK,
+        "trainjobs:gpuPoolName": "a100",
+    }
+    result = run_preview("test", gpu_job_project(tmp_path / "ref", config, references))
+    reference = by_name(result)[INFRA_STACK]
+    assert (reference.type, reference.inputs) == (
+        "pulumi:pulumi:StackReference",
+        {"name": INFRA_STACK},
+    )
+    objects = {r.name: r.inputs for r in result.kubernetes_objects()}
+    for name in ("chainermn-gpu-worker", "chainermn-gpu-master"):
+        pod = objects[name]["spec"]["template"]["spec"]
+        assert pod["tolerations"] == [
+            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+        ]
+        assert pod["nodeSelector"] == {"trainjobs.io/gpu-pool": "a100"}
+        assert pod["containers"][0]["image"] == PINNED
+    # The same objects as the profile and pins copied into the stack's config by hand.
+    copied = {
+        "trainjobs:job": "jobs/chainermn-gpu.yaml",
+        "trainjobs:gpuPool": infra_outputs["schedulingProfiles"]["a100"],
+        "trainjobs:images": {CHAINERMN_IMAGE: PINNED},
+    }
+    by_hand = run_preview("test", gpu_job_project(tmp_path / "copied", copied, None))
+    assert [(r.name, r.inputs) for r in by_hand.kubernetes_objects()] == [
+        (r.name, r.inputs) for r in result.kubernetes_objects()
+    ]
+
+
+def test_the_only_pool_of_the_infra_stack_needs_no_name(tmp_path, infra_outputs):
+    references = {INFRA_STACK: {"schedulingProfiles": infra_outputs["schedulingProfiles"]}}
+    config = {"trainjobs:job": "jobs/chainermn-gpu.yaml", "trainjobs:infraStack": INFRA_STACK}
+    result = run_preview("test", gpu_job_project(tmp_path, config, references))
+    pod = by_name(result)["chainermn-gpu-master"].inputs["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"trainjobs.io/gpu-pool": "a100"}
+
+
+@pytest.mark.parametrize(
+    ("config", "references", "message"),
+    [
+        (
+            {"trainjobs:gpuPoolName": "h100"},
+            {INFRA_STACK: {"schedulingProfiles": {"a100": {}}}},
+            "trainjobs:gpuPoolName: stack org/trainjobs-infra/gpu-a100 has no GPU pool 'h100' "
+            "(it has a100)",
+        ),
+        (
+            {},
+            {INFRA_STACK: {}},
+            "stack org/trainjobs-infra/gpu-a100 exports no GPU pool (schedulingProfiles is "
+            "None); deploy the infra stack with trainjobs-infra:pools first",
+        ),
+        (
+            {
+                "trainjobs:gpuPool": yaml.safe_load(
+                    (REPO / "Pulumi.chainermn-gpu.yaml").read_text()
+                )["config"]["trainjobs:gpuPool"]
+            },
+            {},
+            "stack config: set trainjobs:gpuPool or trainjobs:infraStack, not both (the infra "
+            "stack exports the pool's profile)",
+        ),
+        (
+            {},
+            {},
+            "stack org/trainjobs-infra/gpu-a100 exports no GPU pool (schedulingProfiles is "
+            "None); deploy the infra stack with trainjobs-infra:pools first\n(offline preview: "
+            "the program references stack org/trainjobs-infra/gpu-a100; put its outputs, as "
+            "`pulumi stack output --stack NAME --json` prints them, under its name in "
+            "stack-references.json)",
+        ),
+    ],
+    ids=["unknown-pool", "no-pools", "both-forms", "not-in-the-offline-file"],
+)
+def test_infra_stack_mistakes_are_clear_errors(tmp_path, config, references, message):
+    config = {
+        "trainjobs:job": "jobs/chainermn-gpu.yaml",
+        "trainjobs:infraStack": INFRA_STACK,
+        **config,
+    }
+    with pytest.raises(UserError) as error:
+        run_preview("test", gpu_job_project(tmp_path, config, references))
+    assert str(error.value) == message
+
+
+def test_a_pool_name_without_an_infra_stack_is_a_clear_error(tmp_path):
+    config = {"trainjobs:job": "jobs/chainermn-gpu.yaml", "trainjobs:gpuPoolName": "a100"}
+    with pytest.raises(UserError) as error:
+        run_preview("test", gpu_job_project(tmp_path, config, None))
+    assert str(error.value) == (
+        "stack config trainjobs:gpuPoolName names a pool of trainjobs:infraStack; set "
+        "trainjobs:infraStack too (e.g. org/trainjobs-infra/gpu-a100)"
+    )
+
+
+def test_preflight_reads_the_pool_of_the_infra_stack_as_of_the_config(tmp_path, infra_outputs):
+    """`trainjobs preflight` checks the same pool whichever form names it."""
+    from trainjobs.cli.preflight import _settings_for_stack
+
+    references = {INFRA_STACK: {"schedulingProfiles": infra_outputs["schedulingProfiles"]}}
+    config = {"trainjobs:job": "jobs/chainermn-gpu.yaml", "trainjobs:infraStack": INFRA_STACK}
+    copied = {
+        "trainjobs:job": "jobs/chainermn-gpu.yaml",
+        "trainjobs:gpuPool": infra_outputs["schedulingProfiles"]["a100"],
+    }
+    from_reference = _settings_for_stack(
+        "test", gpu_job_project(tmp_path / "a", config, references)
+    )
+    by_hand = _settings_for_stack("test", gpu_job_project(tmp_path / "b", copied, None))
+    assert from_reference == by_hand
+    assert from_reference.instance_types == ("p4d.24xlarge",)

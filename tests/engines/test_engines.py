@@ -27,10 +27,9 @@ from trainjobs.engines.engine import (
     EngineUnavailable,
     Mount,
     PodRequest,
-    available_engines,
-    find_engine,
 )
 from trainjobs.engines.podman import Podman
+from trainjobs.engines.registry import available_engines, find_engine
 
 REQUEST = ContainerRequest(
     name="tj-1-pod-main",

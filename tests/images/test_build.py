@@ -17,7 +17,8 @@ import pytest
 from trainjobs.cli import main
 from trainjobs.core.errors import UserError
 from trainjobs.engines import settings as engine_settings
-from trainjobs.engines.engine import RECIPE_LABEL, available_engines
+from trainjobs.engines.engine import RECIPE_LABEL
+from trainjobs.engines.registry import available_engines
 from trainjobs.images import builder, kubectl_stand_in
 from trainjobs.images.build_settings import BuildSettings
 from trainjobs.images.builder import cpu_images, saved_settings

@@ -18,7 +18,8 @@ from trainjobs.kinds.registry import parse_job
 from trainjobs.local.containers import Mapping, PathMap, materialise_config_map
 from trainjobs.local.files import inside, new_run_directory, write_private
 from trainjobs.local.pods import pod_processes
-from trainjobs.local.runtime import RunOptions, run_job
+from trainjobs.local.runtime import RunOptions
+from trainjobs.local.start import run_job
 
 
 def test_inside_accepts_paths_below_the_base(tmp_path):

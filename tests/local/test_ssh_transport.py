@@ -24,7 +24,8 @@ from trainjobs.core.errors import EnvironmentFailure, UserError
 from trainjobs.core.graph import GraphOptions
 from trainjobs.kinds.registry import parse_job
 from trainjobs.local import ssh as local_ssh
-from trainjobs.local.runtime import RunOptions, run_job
+from trainjobs.local.runtime import RunOptions
+from trainjobs.local.start import run_job
 
 EXAMPLE = REPO / "jobs" / "chainermn-mnist.yaml"
 IMAGE = "trainjobs/chainermn:7.8.1"

@@ -68,7 +68,7 @@ def v1_env(
     """``v1``: ``rank`` and ``master_port`` are None when the job has no Master."""
     env = [_var("PYTHONUNBUFFERED", 1)]
     if rank is not None and master_port is not None:
-        nproc = int(nproc_per_node) if (nproc_per_node or "").isdigit() else 1
+        nproc = int(nproc_per_node) if nproc_per_node and nproc_per_node.isdigit() else 1
         master = f"{job}-master-0"
         env += [
             _var("MASTER_PORT", master_port),

@@ -28,8 +28,8 @@ from trainjobs.core.replica_spec import (
     ReplicaJobPlan,
     ReplicaSpec,
     ReplicaSpecBeforeV1,
+    ReplicatedJobSpec,
     Restart,
-    RunPolicy,
     Success,
     check_names,
     check_replicas,
@@ -154,19 +154,9 @@ class ElasticPolicy(SpecModel):
     """HorizontalPodAutoscaler metrics (autoscaling/v2)."""
 
 
-class PyTorchJobSpecV1(SpecModel):
-    run_policy: RunPolicy | None = None
-    """Run-wide policies (training-operator 1.3+)."""
-    # pytorch-operator (Kubeflow 1.0-1.3) read these at the top of spec; training-operator in
-    # runPolicy.
-    clean_pod_policy: str | None = None
-    """Early v1: runPolicy.cleanPodPolicy."""
-    ttl_seconds_after_finished: int | None = None
-    """Early v1: runPolicy.ttlSecondsAfterFinished."""
-    active_deadline_seconds: int | None = None
-    """Early v1: runPolicy.activeDeadlineSeconds."""
-    backoff_limit: int | None = None
-    """Early v1: runPolicy.backoffLimit."""
+class PyTorchJobSpecV1(ReplicatedJobSpec):
+    """A PyTorchJob ``kubeflow.org/v1`` spec: the shared run policy and its own replica map."""
+
     elastic_policy: ElasticPolicy | None = None
     """torchrun's elastic launch (Workers only)."""
     nproc_per_node: str | None = None
@@ -234,7 +224,7 @@ def _map_versions(
     warnings: list[Problem],
 ) -> dict[str, Any] | None:
     run = run_settings(spec, "None", problems)
-    replica_specs: dict[str, Any] = spec.pytorch_replica_specs
+    replica_specs: dict[str, Any] = getattr(spec, "pytorch_replica_specs", {})
     if not replica_specs:
         problems.append(Problem("spec.pytorchReplicaSpecs", "required: a Master and/or Workers"))
         return None

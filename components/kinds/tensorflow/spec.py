@@ -29,8 +29,8 @@ from trainjobs.core.replica_spec import (
     ReplicaJobPlan,
     ReplicaSpec,
     ReplicaSpecBeforeV1,
+    ReplicatedJobSpec,
     Restart,
-    RunPolicy,
     Success,
     check_names,
     check_replicas,
@@ -127,18 +127,9 @@ class TFJobSpecV1Beta2(TFJobSpecV1Alpha2):
     """Retries of a replica before the job fails."""
 
 
-class TFJobSpecV1(SpecModel):
-    run_policy: RunPolicy | None = None
-    """Run-wide policies (training-operator 1.3+)."""
-    # tf-operator 1.0 (Kubeflow 1.0-1.2) read these at the top of spec; 1.1+ in runPolicy.
-    clean_pod_policy: str | None = None
-    """Early v1: runPolicy.cleanPodPolicy."""
-    ttl_seconds_after_finished: int | None = None
-    """Early v1: runPolicy.ttlSecondsAfterFinished."""
-    active_deadline_seconds: int | None = None
-    """Early v1: runPolicy.activeDeadlineSeconds."""
-    backoff_limit: int | None = None
-    """Early v1: runPolicy.backoffLimit."""
+class TFJobSpecV1(ReplicatedJobSpec):
+    """A TFJob ``kubeflow.org/v1`` spec: the shared run policy and its own replica map."""
+
     success_policy: str | None = None
     """Without a chief: '' (worker 0 decides, default) or AllWorkers."""
     enable_dynamic_worker: bool | None = None
@@ -215,7 +206,7 @@ def _map_versions(
     warnings: list[Problem],
 ) -> dict[str, Any] | None:
     run = run_settings(spec, DEFAULT_CLEAN_POD_POLICY[version], problems)
-    replica_specs: dict[str, Any] = spec.tf_replica_specs
+    replica_specs: dict[str, Any] = getattr(spec, "tf_replica_specs", {})
     if not replica_specs:
         problems.append(Problem("spec.tfReplicaSpecs", "required: at least one replica type"))
         return None

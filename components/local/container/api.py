@@ -209,7 +209,7 @@ class ApiServer:
         pod = next((pod for pod in self.run.pods if pod.name == name and not pod.deleted), None)
         if pod is None:
             raise CallFailed(f'Error from server (NotFound): pods "{name}" not found')
-        return pod
+        return pod  # type: ignore[return-value]  # a container run holds container pods
 
     def _exec(
         self,

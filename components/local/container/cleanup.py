@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from trainjobs.engines.engine import OWNER_LABEL, RUN_LABEL, Engine, adapter
+from trainjobs.engines.engine import OWNER_LABEL, RUN_LABEL, Engine
 from trainjobs.engines.owners import owner_alive
+from trainjobs.engines.registry import adapter
 from trainjobs.local.ledger import resource_kind
 
 

@@ -202,7 +202,11 @@ class ContainerPodRun(LocalPod):
             self.run.engine.run_command(request), self.run.engine.env, self.directory
         )
         self.processes[container] = ContainerProcess(
-            self.name, container, spec, self.sandbox, self.run.sink
+            self.name,
+            container,
+            spec,
+            self.sandbox,  # type: ignore[arg-type]  # a pod sandbox wraps like a Sandbox
+            self.run.sink,
         )
         self.run.publish()
 

@@ -18,8 +18,9 @@ import shutil
 import sys
 
 from trainjobs.core.errors import UserError
-from trainjobs.engines.engine import OWNER_LABEL, RUN_LABEL, Engine, find_engine
+from trainjobs.engines.engine import OWNER_LABEL, RUN_LABEL, Engine
 from trainjobs.engines.owners import owner_token
+from trainjobs.engines.registry import find_engine
 from trainjobs.kinds.registry import JobDefinition
 from trainjobs.local.cluster import ClusterPlan, PodPlan
 from trainjobs.local.container.api import ApiServer

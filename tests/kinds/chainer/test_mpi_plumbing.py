@@ -30,7 +30,8 @@ from trainjobs.local import network
 from trainjobs.local.kubectl import POD_ENV, REGISTRY_ENV
 from trainjobs.local.pods import pod_processes
 from trainjobs.local.results import RunResult
-from trainjobs.local.runtime import RunOptions, run_job
+from trainjobs.local.runtime import RunOptions
+from trainjobs.local.start import run_job
 
 KUBECTL = REPO / "components" / "local" / "kubectl.py"
 JOB = "demo"

@@ -24,8 +24,9 @@ import yaml
 
 from tests.conftest import REPO
 from tests.local.runs import Run, final_accuracy, sigkill_run_at
-from trainjobs.engines.engine import OWNER_LABEL, RUN_LABEL, available_engines
+from trainjobs.engines.engine import OWNER_LABEL, RUN_LABEL
 from trainjobs.engines.owners import owner_token
+from trainjobs.engines.registry import available_engines
 
 ENGINES = available_engines()
 pytestmark = pytest.mark.skipif(

@@ -1,0 +1,238 @@
+"""The public job components: ChainerJob, TFJob and PyTorchJob from a spec model, a dict or a file.
+
+Each is a :class:`~trainjobs.deploy.component.TrainingJob` built from one validated job: the
+spec goes through the same parser as `trainjobs validate` and `trainjobs render`, so a
+program gets the same messages and the same Kubernetes objects as the YAML path.
+"""
+
+# No `from __future__ import annotations`: the component provider reads the components'
+# annotations at run time (pulumi/provider/experimental/analyzer.py).
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import pulumi
+from pydantic import BaseModel
+
+from trainjobs.cloud.scheduling import SchedulingProfile, apply_scheduling
+from trainjobs.core.documents import load_file
+from trainjobs.core.errors import Problem, SpecError, UserError
+from trainjobs.core.graph import GraphOptions
+from trainjobs.deploy import completion
+from trainjobs.deploy.component import TrainingJob
+from trainjobs.images.gpu_support import check_images_on_pool
+from trainjobs.images.pinning import pin_images
+from trainjobs.kinds.chainer.spec import API_VERSION as CHAINER_API_VERSION
+from trainjobs.kinds.chainer.spec import ChainerJobSpec
+from trainjobs.kinds.pytorch.spec import PyTorchJobSpecV1 as PyTorchJobSpec
+from trainjobs.kinds.registry import JobDefinition, parse_job
+from trainjobs.kinds.tensorflow.spec import TFJobSpecV1 as TFJobSpec
+
+SpecT = TypeVar("SpecT", bound=BaseModel)
+
+
+def place_job(
+    job: JobDefinition,
+    pool: SchedulingProfile | None = None,
+    images: Mapping[str, str] | None = None,
+    require_digests: bool = False,
+) -> JobDefinition:
+    """``job`` with a GPU pool's scheduling profile applied and its images pinned.
+
+    ``pool`` (default None: no pool) adds the pool's tolerations and nodeSelector to GPU pods;
+    ``images`` (default None: none) maps image references as the job names them to
+    ``repo@sha256:...``; ``require_digests`` (default False) refuses any image left on a tag.
+    Raises :class:`UserError` as the stack's program reports it.
+    """
+    if pool is not None:
+        check_images_on_pool([job.graph], pool)
+        job = replace(job, graph=apply_scheduling(job.graph, pool))
+    if images or require_digests:
+        # After scheduling, before pre-flight: pre-flight checks the pinned digests in ECR.
+        graph = pin_images(job.graph, images or {}, require_digests=require_digests)
+        job = replace(job, graph=graph)
+    return job
+
+
+class KubeflowJob(TrainingJob, Generic[SpecT]):
+    """A Kubeflow training job as a component: the base of ChainerJob, TFJob and PyTorchJob.
+
+    ``spec``: the kind's spec model, a dict of its ``spec`` section in Kubeflow's shape
+    (camelCase, as in YAML), or a whole document (``apiVersion``, ``kind``, ``metadata``,
+    ``spec``). ``namespace`` (default ``default``; a document's own namespace wins),
+    ``labels`` (default none), ``options`` (default :class:`GraphOptions`\\ ()), ``pool``
+    (default None), ``images`` (default None), ``require_digests`` (default False): as the
+    stack settings of the same names. ``watched`` (default False): a :class:`JobCompletion`
+    will see the job through; its Jobs are then created suspended and the watcher starts
+    each run, so pass True only for jobs handed to one. ``source`` (default ``<Kind> <name>``)
+    names the spec in error messages. An invalid spec raises ``pulumi.RunError`` with the
+    messages of `trainjobs validate`.
+    """
+
+    KIND = ""
+    API_VERSION = "kubeflow.org/v1"
+
+    def __init__(
+        self,
+        name: str,
+        spec: SpecT | Mapping[str, Any],
+        *,
+        namespace: str = "default",
+        labels: Mapping[str, str] | None = None,
+        options: GraphOptions | None = None,
+        pool: SchedulingProfile | None = None,
+        images: Mapping[str, str] | None = None,
+        require_digests: bool = False,
+        watched: bool = False,
+        source: str | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        source = source or f"{self.KIND} {name}"
+        try:
+            document = self.document(name, spec, labels, source)
+            job = parse_job(document, source, namespace, options)
+            job = place_job(job, pool, images, require_digests)
+        except UserError as error:
+            # RunError is reported by Pulumi without a stack trace.
+            raise pulumi.RunError(str(error)) from None
+        super().__init__(job, watched=watched, opts=opts)
+        for warning in [*job.warnings, *self.notices]:
+            pulumi.log.warn(f"{job.kind} {job.name}: {warning}", resource=self)
+
+    @classmethod
+    def document(
+        cls,
+        name: str,
+        spec: BaseModel | Mapping[str, Any],
+        labels: Mapping[str, str] | None = None,
+        source: str = "",
+    ) -> dict[str, Any]:
+        """The job document a spec stands for, as `trainjobs validate` reads it from YAML."""
+        if isinstance(spec, BaseModel):
+            # Only what the program set: defaults stay the operator's, as in YAML.
+            section: Any = spec.model_dump(by_alias=True, exclude_unset=True, mode="json")
+        else:
+            section = dict(spec)
+        if "spec" in section and ("kind" in section or "apiVersion" in section):
+            document = dict(section)
+            metadata = dict(document.get("metadata") or {})
+            metadata.setdefault("name", name)
+            if metadata["name"] != name:
+                problem = Problem(
+                    "metadata.name",
+                    f"is {metadata['name']!r} but the component is named {name!r}; "
+                    "name the component as the job",
+                )
+                raise SpecError(source or f"{cls.KIND} {name}", [problem])
+            document["metadata"] = metadata
+            return document
+        own: dict[str, Any] = {"name": name}
+        if labels:
+            own["labels"] = dict(labels)
+        return {
+            "apiVersion": cls.API_VERSION,
+            "kind": cls.KIND,
+            "metadata": own,
+            "spec": section,
+        }
+
+    @classmethod
+    def from_file(
+        cls,
+        path: str | Path,
+        *,
+        namespace: str = "default",
+        options: GraphOptions | None = None,
+        pool: SchedulingProfile | None = None,
+        images: Mapping[str, str] | None = None,
+        require_digests: bool = False,
+        watched: bool = False,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> "KubeflowJob[SpecT]":
+        """The job a spec file defines (YAML or JSON, one job), named by its metadata.name.
+
+        The settings are those of the constructor; errors name the file, as
+        `trainjobs validate` does.
+        """
+        try:
+            document = load_file(path)
+        except UserError as error:
+            raise pulumi.RunError(str(error)) from None
+        metadata = document.get("metadata")
+        name = metadata.get("name") if isinstance(metadata, dict) else None
+        return cls(
+            name if isinstance(name, str) else "",
+            document,
+            namespace=namespace,
+            options=options,
+            pool=pool,
+            images=images,
+            require_digests=require_digests,
+            watched=watched,
+            source=str(path),
+            opts=opts,
+        )
+
+
+class ChainerJob(KubeflowJob[ChainerJobSpec]):
+    """A ChainerJob (``kubeflow.org/v1alpha1``): a master Job and worker StatefulSets that
+    ChainerMN runs over MPI. Typed ``trainjobs:index:ChainerJob``; arguments as
+    :class:`KubeflowJob`'s."""
+
+    KIND = "ChainerJob"
+    API_VERSION = CHAINER_API_VERSION
+
+
+class TFJob(KubeflowJob[TFJobSpec]):
+    """A TFJob (``kubeflow.org/v1``; earlier versions in a document or file): one Job or
+    StatefulSet per replica, with TF_CONFIG. Typed ``trainjobs:index:TFJob``; arguments as
+    :class:`KubeflowJob`'s."""
+
+    KIND = "TFJob"
+
+
+class PyTorchJob(KubeflowJob[PyTorchJobSpec]):
+    """A PyTorchJob (``kubeflow.org/v1``; earlier versions in a document or file): one Job or
+    StatefulSet per replica, with torch.distributed's environment. Typed
+    ``trainjobs:index:PyTorchJob``; arguments as :class:`KubeflowJob`'s."""
+
+    KIND = "PyTorchJob"
+
+
+class JobCompletion(completion.JobCompletion, module="trainjobs", name="JobCompletion"):
+    """One completion watcher for several jobs: it starts each run and records how it ended.
+
+    ``jobs``: components built with ``watched=True``. ``settings`` (default
+    :class:`WatchSettings`\\ (): a 24h timeout, a failed job fails the update, the ambient
+    kubeconfig). The watcher starts once every job's workloads exist. Type token
+    ``pulumi-python:dynamic/trainjobs:JobCompletion``; ``outcomes`` holds each job's outcome.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        jobs: Sequence[TrainingJob],
+        settings: completion.WatchSettings | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        unwatched = [f"{job.job.kind} {job.job.name}" for job in jobs if not job.watched]
+        if unwatched:
+            raise pulumi.RunError(
+                f"JobCompletion {name}: {', '.join(unwatched)} built with watched=False; "
+                "build the jobs a JobCompletion watches with watched=True"
+            )
+        depends_on = pulumi.ResourceOptions(
+            depends_on=[workload for job in jobs for workload in job.workloads]
+        )
+        super().__init__(
+            name,
+            [completion.WatchedJob(job.target, job.uids()) for job in jobs],
+            settings or completion.WatchSettings(),
+            pulumi.ResourceOptions.merge(opts, depends_on),
+        )
+
+    def outcome(self, job: TrainingJob) -> pulumi.Output[dict[str, Any] | None]:
+        """One job's outcome (unknown until it ends)."""
+        key = job.target.key
+        return self.outcomes.apply(lambda outcomes: (outcomes or {}).get(key))

@@ -1,0 +1,246 @@
+"""The component provider: ChainerJob, TFJob and PyTorchJob for every Pulumi language.
+
+``pulumi.provider.experimental`` (SDK 3.272) infers the package schema from the type
+annotations of each component's ``args`` (a TypedDict) and its output attributes, and
+constructs a component from the inputs a TypeScript, Go, C# or YAML program sends
+(``pulumi/provider/experimental/analyzer.py`` and ``component.py``). The components here are
+the Python API's, with arguments the analyzer can read: the inputs are Kubeflow's ``v1``
+spec (``ChainerJob``: ``v1alpha1``), field by field, with pod templates as free-form
+objects. Jobs built through the provider are not watched: the completion watcher is a
+Python dynamic resource, which only a Python program can create.
+
+``python -m trainjobs.deploy.provider`` prints the schema (``provider/schema.json``).
+"""
+
+# No `from __future__ import annotations`: the analyzer reads these annotations at run time.
+import json
+import typing
+from typing import Any, NotRequired, TypedDict
+
+import pulumi
+from pulumi.provider.experimental.component import ComponentProvider
+from pydantic.alias_generators import to_camel
+
+from trainjobs.deploy import jobs
+
+PACKAGE = "trainjobs"
+VERSION = "0.1.0"
+
+
+class SchedulingPolicyArgs(TypedDict):
+    """``runPolicy.schedulingPolicy``: what a gang scheduler needs to place the job at once."""
+
+    min_available: NotRequired[int]
+    """Pods that must be placed together. Default: every pod of the job."""
+    queue: NotRequired[str]
+    """The scheduler's queue (Volcano). Default: none."""
+    min_resources: NotRequired[dict[str, Any]]
+    """Resources the group needs. Default: the sum over minAvailable pods."""
+    priority_class: NotRequired[str]
+    """PriorityClass of the group. Default: none."""
+    schedule_timeout_seconds: NotRequired[int]
+    """How long the group may wait to be placed (scheduler-plugins). Default: none."""
+
+
+class RunPolicyArgs(TypedDict):
+    """Kubeflow's ``runPolicy``: run-wide policies of a TFJob or PyTorchJob."""
+
+    clean_pod_policy: NotRequired[str]
+    """What happens to pods when the job ends: None (default), Running or All."""
+    ttl_seconds_after_finished: NotRequired[int]
+    """Seconds after the job ends before its objects are removed. Default: kept."""
+    active_deadline_seconds: NotRequired[int]
+    """Wall-clock limit of the job; on expiry it fails. Default: none."""
+    backoff_limit: NotRequired[int]
+    """Retries of a replica before the job fails. Default: none."""
+    scheduling_policy: NotRequired[SchedulingPolicyArgs]
+    """Gang scheduling. Default: none."""
+    suspend: NotRequired[bool]
+    """True: no pods run. Default: false."""
+
+
+class ReplicaSpecArgs(TypedDict):
+    """Kubeflow's ``ReplicaSpec``: one replica type's pods."""
+
+    replicas: NotRequired[int]
+    """Number of pods. Default: 1."""
+    restart_policy: NotRequired[str]
+    """Always, OnFailure, Never or ExitCode. Default: Never."""
+    template: dict[str, Any]
+    """The pods' template (a Kubernetes PodTemplateSpec)."""
+
+
+class TFJobSpecArgs(TypedDict):
+    """A TFJob's ``spec`` (``kubeflow.org/v1``)."""
+
+    run_policy: NotRequired[RunPolicyArgs]
+    """Run-wide policies. Default: the operator's."""
+    success_policy: NotRequired[str]
+    """Without a chief: '' (worker 0 decides, default) or AllWorkers."""
+    enable_dynamic_worker: NotRequired[bool]
+    """Each worker's TF_CONFIG lists only itself and the parameter servers. Default: false."""
+    tf_replica_specs: dict[str, ReplicaSpecArgs]
+    """Replica type (Chief, Master, Worker, PS, Evaluator) -> its replicas."""
+
+
+class PyTorchJobSpecArgs(TypedDict):
+    """A PyTorchJob's ``spec`` (``kubeflow.org/v1``)."""
+
+    run_policy: NotRequired[RunPolicyArgs]
+    """Run-wide policies. Default: the operator's."""
+    nproc_per_node: NotRequired[str]
+    """Processes per node: a number, auto (default), cpu or gpu."""
+    pytorch_replica_specs: dict[str, ReplicaSpecArgs]
+    """Master and Worker -> their replicas."""
+
+
+class MpiConfigArgs(TypedDict):
+    """Open MPI settings of a ChainerJob's replica group."""
+
+    slots: NotRequired[int]
+    """MPI slots per pod. Default: the main container's nvidia.com/gpu limit, or 1."""
+
+
+class MasterSpecArgs(TypedDict):
+    """A ChainerJob's master: a Job whose pod runs mpiexec."""
+
+    backoff_limit: NotRequired[int]
+    """Retries of the master Job. Default: Kubernetes' 6."""
+    active_deadline_seconds: NotRequired[int]
+    """Wall-clock limit of the master Job. Default: none."""
+    mpi_config: NotRequired[MpiConfigArgs]
+    """Open MPI settings. Default: slots from the GPU limit."""
+    template: dict[str, Any]
+    """The master pod's template (a Kubernetes PodTemplateSpec)."""
+
+
+class WorkerSpecArgs(TypedDict):
+    """A ChainerJob's set of identical worker pods (a StatefulSet)."""
+
+    replicas: NotRequired[int]
+    """Number of worker pods. Default: 1."""
+    mpi_config: NotRequired[MpiConfigArgs]
+    """Open MPI settings. Default: slots from the GPU limit."""
+    template: dict[str, Any]
+    """The worker pods' template (a Kubernetes PodTemplateSpec)."""
+
+
+class ChainerJobSpecArgs(TypedDict):
+    """A ChainerJob's ``spec`` (``kubeflow.org/v1alpha1``)."""
+
+    backend: NotRequired[str]
+    """Communication backend; only mpi (the default)."""
+    master: MasterSpecArgs
+    """The master."""
+    worker: NotRequired[WorkerSpecArgs]
+    """One group of workers, named <job>-worker. Default: none."""
+    worker_sets: NotRequired[dict[str, WorkerSpecArgs]]
+    """Worker-set name -> workers (chainer-operator's shape). Default: none."""
+
+
+class TFJobArgs(TypedDict):
+    """The inputs of a TFJob."""
+
+    spec: TFJobSpecArgs
+    """The TFJob's spec, as in Kubeflow's YAML."""
+    namespace: NotRequired[str]
+    """The job's namespace. Default: default."""
+    labels: NotRequired[dict[str, str]]
+    """Labels of the job. Default: none."""
+
+
+class PyTorchJobArgs(TypedDict):
+    """The inputs of a PyTorchJob."""
+
+    spec: PyTorchJobSpecArgs
+    """The PyTorchJob's spec, as in Kubeflow's YAML."""
+    namespace: NotRequired[str]
+    """The job's namespace. Default: default."""
+    labels: NotRequired[dict[str, str]]
+    """Labels of the job. Default: none."""
+
+
+class ChainerJobArgs(TypedDict):
+    """The inputs of a ChainerJob."""
+
+    spec: ChainerJobSpecArgs
+    """The ChainerJob's spec, as in Kubeflow's YAML."""
+    namespace: NotRequired[str]
+    """The job's namespace. Default: default."""
+    labels: NotRequired[dict[str, str]]
+    """Labels of the job. Default: none."""
+
+
+def wire(value: Any, annotation: Any) -> Any:
+    """``value`` with the Python names of ``annotation``'s TypedDicts back in Kubeflow's
+    camelCase; free-form objects (``dict[str, Any]``: pod templates) stay as they are."""
+    origin = typing.get_origin(annotation)
+    if origin is NotRequired:
+        return wire(value, typing.get_args(annotation)[0])
+    if typing.is_typeddict(annotation) and isinstance(value, dict):
+        hints = typing.get_type_hints(annotation)
+        return {to_camel(key): wire(item, hints.get(key, Any)) for key, item in value.items()}
+    if origin is dict and isinstance(value, dict):
+        item_type = typing.get_args(annotation)[1]
+        return {key: wire(item, item_type) for key, item in value.items()}
+    return value
+
+
+def _job_settings(args: Any, annotation: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    spec_type = typing.get_type_hints(annotation)["spec"]
+    settings = {"namespace": args.get("namespace") or "default", "labels": args.get("labels")}
+    return wire(args["spec"], spec_type), settings
+
+
+class TFJob(jobs.TFJob):
+    """A TFJob (Kubeflow ``v1``): one Job or StatefulSet per replica, with TF_CONFIG."""
+
+    def __init__(
+        self, name: str, args: TFJobArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        spec, settings = _job_settings(args, TFJobArgs)
+        super().__init__(name, spec, **settings, opts=opts)
+
+
+class PyTorchJob(jobs.PyTorchJob):
+    """A PyTorchJob (Kubeflow ``v1``): one Job or StatefulSet per replica, with
+    torch.distributed's environment."""
+
+    def __init__(
+        self, name: str, args: PyTorchJobArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        spec, settings = _job_settings(args, PyTorchJobArgs)
+        super().__init__(name, spec, **settings, opts=opts)
+
+
+class ChainerJob(jobs.ChainerJob):
+    """A ChainerJob (Kubeflow ``v1alpha1``): a master Job and worker StatefulSets that
+    ChainerMN runs over MPI."""
+
+    def __init__(
+        self, name: str, args: ChainerJobArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        spec, settings = _job_settings(args, ChainerJobArgs)
+        super().__init__(name, spec, **settings, opts=opts)
+
+
+COMPONENTS: list[type[pulumi.ComponentResource]] = [ChainerJob, TFJob, PyTorchJob]
+"""What the provider hosts."""
+
+
+def provider(version: str = VERSION) -> ComponentProvider:
+    """The provider, its schema inferred from :data:`COMPONENTS` (default version: the
+    package's)."""
+    return ComponentProvider(COMPONENTS, PACKAGE, None, version)
+
+
+def schema(version: str = VERSION) -> dict[str, Any]:
+    """The package schema the provider serves (`provider/schema.json`)."""
+    served = provider(version).schema
+    assert served is not None
+    loaded: dict[str, Any] = json.loads(served)
+    return loaded
+
+
+if __name__ == "__main__":
+    print(json.dumps(schema(), indent=2, sort_keys=True))

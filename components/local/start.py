@@ -1,0 +1,28 @@
+"""Running a job locally: the dispatcher to the process runtime or the container runtime.
+
+It knows both runtimes; neither imports it, so they form no import cycle (the container
+runtime's run is the process runtime's :class:`~trainjobs.local.runtime.Run` with other pods).
+"""
+
+from __future__ import annotations
+
+from trainjobs.core.errors import UserError
+from trainjobs.kinds.registry import JobDefinition
+from trainjobs.local.cluster import plan_cluster
+from trainjobs.local.container.runtime import container_run
+from trainjobs.local.pod_security import check_baseline
+from trainjobs.local.results import RunResult
+from trainjobs.local.runtime import NETWORK_MODES, RunOptions, process_run
+
+
+def run_job(job: JobDefinition, options: RunOptions | None = None) -> RunResult:
+    """Run the job to its outcome; never leaves a process, namespace or link behind (and
+    removes what earlier runs that were killed left)."""
+    options = options or RunOptions()
+    if options.network not in NETWORK_MODES:
+        raise UserError(f"--network must be one of {', '.join(NETWORK_MODES)}")
+    plan = plan_cluster(job.graph, job.success_jobs, job.success_any)
+    check_baseline(plan)  # both runtimes: the same specs run (README: what each isolates)
+    if options.runtime == "container":
+        return container_run(job, plan, options).execute()
+    return process_run(job, plan, options)
