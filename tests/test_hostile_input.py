@@ -36,7 +36,9 @@ SETTINGS = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 SECONDS = 20.0
-"""Per command; the slowest legitimate answer here takes well under a second."""
+"""CPU seconds per command (this process's, so other load on the machine does not count); the
+slowest legitimate answer here takes well under a second: a spec built to make the reader
+work without end is what this bounds."""
 MEMORY = 200 * 1024 * 1024
 
 CONTAINER = {"name": "tensorflow", "image": "trainjobs/tensorflow:2.20.0-cpu"}
@@ -257,7 +259,7 @@ def invoke(argv: list[str], *, memory: bool = True) -> tuple[int, str]:
     traces allocations (slow: the preview and run tests, whose specs are read by the same
     code as validate's, leave it to the first test)."""
     out, err = io.StringIO(), io.StringIO()
-    started = time.monotonic()
+    started = time.process_time()
     if memory:
         tracemalloc.start()
     try:
@@ -269,7 +271,7 @@ def invoke(argv: list[str], *, memory: bool = True) -> tuple[int, str]:
         peak = tracemalloc.get_traced_memory()[1] if memory else 0
     finally:
         tracemalloc.stop()
-    elapsed = time.monotonic() - started
+    elapsed = time.process_time() - started
     printed = out.getvalue() + err.getvalue()
     event(f"{argv[0]} exit {code}")  # --hypothesis-show-statistics: what the examples reached
     assert elapsed < SECONDS, (argv, elapsed)

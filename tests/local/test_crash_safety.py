@@ -38,8 +38,8 @@ TRAINING = "[killed-master] epoch 1/"
 """The long job's first epoch: the runtime is SIGKILLed once it trains."""
 
 
-def quick_job(path: Path, name: str = "quick") -> Path:
-    """A single pod that prints one line and ends."""
+def quick_job(path: Path, name: str = "quick", command: tuple[str, ...] = ("echo", "done")) -> Path:
+    """A single pod that runs ``command`` (by default: prints one line and ends)."""
     document = {
         "apiVersion": "kubeflow.org/v1alpha1",
         "kind": "ChainerJob",
@@ -49,7 +49,7 @@ def quick_job(path: Path, name: str = "quick") -> Path:
                 "template": {
                     "spec": {
                         "containers": [
-                            {"image": "trainjobs/chainer:7.8.1", "command": ["echo", "done"]}
+                            {"image": "trainjobs/chainer:7.8.1", "command": list(command)}
                         ]
                     }
                 }
@@ -330,7 +330,8 @@ def python_then(fd: int) -> list[str]:
 
 @pytest.mark.parametrize("delay", [0.1, 0.2, 0.4, 0.7, 1.0, 1.5])
 def test_ctrl_c_in_the_first_seconds_exits_130_in_one_line_leaving_nothing(tmp_path, delay):
-    job = quick_job(tmp_path / "quick.yaml")
+    # The pod outlives every delay, so the Ctrl-C always lands before the job could end.
+    job = quick_job(tmp_path / "quick.yaml", command=("sleep", "120"))
     run_dir = tmp_path / "run"
     ready, say_ready = os.pipe()
     started = subprocess.Popen(
