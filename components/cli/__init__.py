@@ -12,7 +12,7 @@ from trainjobs.core.errors import UserError
 
 def build_parser() -> argparse.ArgumentParser:
     # Imported here so `trainjobs --help` stays fast: each module imports its own work lazily.
-    from trainjobs.cli import images, jobs, preflight, review, run, watch
+    from trainjobs.cli import history, images, jobs, preflight, review, run, watch
 
     parser = argparse.ArgumentParser(
         prog="trainjobs",
@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         review.register_diff,
         watch.register,
         run.register,
+        history.register,
         preflight.register,
         images.register,
     ):
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for run records
     try:
         code = int(args.handler(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from trainjobs.local.files import inside, open_log
+from trainjobs.local.files import inside, log_record, open_log
 from trainjobs.local.kubectl import POD_ENV, REGISTRY_ENV, process_start_time
 from trainjobs.local.ledger import resource_kind
 from trainjobs.local.network import NETNS_RUN
@@ -77,7 +77,7 @@ class LogSink:
             handle = self._files.get(pod)
             if handle is None:
                 handle = self._files[pod] = open_log(inside(self.log_dir, path.name))
-            os.write(handle, (text + "\n").encode("utf-8", "replace"))
+            os.write(handle, log_record(text))
         except OSError as error:
             self._close(pod)
             self._files[pod] = None

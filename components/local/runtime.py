@@ -80,6 +80,7 @@ from trainjobs.local.cluster import (
     plan_cluster,
 )
 from trainjobs.local.files import inside, new_run_directory, private_directory, write_private
+from trainjobs.local.history import record_start
 from trainjobs.local.job_run import JobRun
 from trainjobs.local.kubectl import CALLS_LOG, POD_ENV, REGISTRY_ENV
 from trainjobs.local.ledger import Ledger, clean_dead_runs
@@ -127,6 +128,8 @@ class RunOptions:
     :mod:`trainjobs.local.container`)."""
     engine: str | None = None
     """The container runtime's engine: podman or docker; None: whichever answers."""
+    command: tuple[str, ...] = ()
+    """The command line that asked for the run, kept in run.json and summary.json."""
 
 
 def run_job(job: JobDefinition, options: RunOptions | None = None) -> RunResult:
@@ -356,7 +359,9 @@ class Run:
         outcome, reason, message = "Failed", "Error", "the run did not start"
         previous = install_signal_handlers()
         leftovers: list[str] = []
+        identity: dict[str, Any] = {}
         try:
+            identity = record_start(self.run_dir, self.job, self.run_id, self.options.command)
             self.sink.event(
                 f"running {self.job.kind} {self.job.name}: {len(self.plan.pods)} pod(s) on "
                 f"{self.network.mode} network, run directory {self.run_dir}"
@@ -410,8 +415,10 @@ class Run:
             message=message,
             exit_code={"Succeeded": 0, "Failed": 1}.get(outcome, 128 + signal_number(reason)),
             duration_seconds=time.monotonic() - started,
-            attempts=sum(job.attempts for job in self.jobs),
-            retries=sum(job.retries for job in self.jobs),
+            # The completion Job's, whose backoffLimit they are counted against; every Job's
+            # own counts are under "jobs".
+            attempts=self._completion_job.attempts,
+            retries=self._completion_job.retries,
             backoff_limit=self.plan.backoff_limit,
             run_dir=self.run_dir,
             run_id=self.run_id,
@@ -423,13 +430,17 @@ class Run:
         if not leftovers:
             self.ledger.close()
         self._print_summary(result)
-        summary = json.dumps(result.summary(), indent=2) + "\n"
+        summary = json.dumps({**result.summary(), **identity}, indent=2) + "\n"
         try:
             write_private(self.run_dir / "summary.json", summary)
         except OSError as error:
             self.sink.event(f"summary.json not written: {_describe(error)}")
         self.sink.close()
         return result
+
+    @property
+    def _completion_job(self) -> JobRun:
+        return next(job for job in self.jobs if job.name == self.plan.completion.name)
 
     def _write_manifests(self) -> None:
         directory = private_directory(self.run_dir / "manifests")
