@@ -18,8 +18,9 @@ from trainjobs.cloud.scheduling import SchedulingProfile
 from trainjobs.core.errors import UserError
 
 
-def _settings_for_stack(stack: str, project: Path) -> PreflightSettings:
-    """The stack's jobs and GPU profile, read the way the Pulumi program reads them."""
+def _settings_for_stack(stack: str, project: Path) -> tuple[PreflightSettings, str | None]:
+    """The stack's jobs and GPU profile, read the way the Pulumi program reads them, and its
+    aws:region."""
     import pulumi
 
     from trainjobs.deploy.program import StackSettings, load_jobs
@@ -35,12 +36,14 @@ def _settings_for_stack(stack: str, project: Path) -> PreflightSettings:
     pulumi.runtime.set_all_config(config, [])
     with contextlib.chdir(project):  # job files are relative to the project, as for Pulumi
         jobs = load_jobs(StackSettings.from_config(pulumi.Config("trainjobs")))
-    return PreflightSettings.from_jobs(profile, [job.graph for job in jobs])
+    region = config.get("aws:region")
+    settings = PreflightSettings.from_jobs(profile, [job.graph for job in jobs])
+    return settings, region if isinstance(region, str) and region else None
 
 
 def _preflight(args: argparse.Namespace) -> int:
-    settings = _settings_for_stack(args.stack, args.project)
-    clients = AwsClients()
+    settings, stack_region = _settings_for_stack(args.stack, args.project)
+    clients = AwsClients(stack_region=stack_region)
     results = run_checks(settings, clients)
     print(f"pre-flight checks for stack {args.stack} (region {clients.session.region_name}):")
     for result in results:

@@ -87,6 +87,12 @@ class PodHost:
 def hosts_file(hosts: list[PodHost], namespace: str) -> str:
     lines = ["127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback"]
     lines += [f"{host.address}\t{' '.join(host.dns_names(namespace))}" for host in hosts]
+    # A dual-stack listener (PyTorch's c10d store, gRPC) sees its IPv4 clients as IPv4-mapped
+    # IPv6 addresses, which glibc looks up in the hosts file as written: without these lines
+    # the reverse lookup falls through to DNS, which pods do not have, and c10d warns
+    # "The hostname of the client socket cannot be retrieved" (torch/csrc/distributed/c10d/
+    # socket.cpp, formatSockAddr). One name, so forward lookups barely change.
+    lines += [f"::ffff:{host.address}\t{host.dns_names(namespace)[0]}" for host in hosts]
     return "\n".join(lines) + "\n"
 
 
