@@ -314,11 +314,16 @@ class Run:
         named = next((pod.name for pod in self.plan.pods if pod.service_names), None)
         if mode == "loopback" and named is not None:
             why = why_not if requested == "auto" else "--network loopback was asked for"
+            if not why_not:
+                fix = "leave out --network loopback (they are the default here)"
+            elif os.geteuid() == 0:
+                fix = "install iproute2 and util-linux (make system-deps)"
+            else:
+                fix = "run it as root with iproute2 and util-linux (make system-deps)"
             raise UserError(
                 f"pod {named} is reached by its Service's DNS name (TF_CONFIG, MASTER_ADDR), "
                 "which needs an address of its own, which only pod network namespaces give, "
-                f"and they are not used here ({why}); run it as root with iproute2 and "
-                "util-linux (make system-deps)"
+                f"and they are not used here ({why}); {fix}"
             )
         return mode
 
