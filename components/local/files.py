@@ -88,6 +88,11 @@ def without_timestamp(line: str) -> str:
     return line[28:] if _TIMESTAMP.match(line) else line
 
 
+def read_log(path: Path) -> list[str]:
+    """A pod's log file, its lines as the pod printed them."""
+    return [without_timestamp(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
 def temporary_files(directory: Path) -> list[Path]:
     """Temporary files :func:`write_private` left below ``directory`` (a killed writer's)."""
     if not directory.is_dir():

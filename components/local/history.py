@@ -162,11 +162,17 @@ def read_logs(
     ``follow``, go on emitting new lines (and new pods' logs) until the run has ended."""
     offsets: dict[Path, int] = {}
     while True:
-        ended = follow and (read_run(run_dir) or _ENDED).finished
-        lines = sorted(_new_lines(log_files(run_dir, pod), offsets, prefix=pod is None))
+        ended = not follow or (read_run(run_dir) or _ENDED).finished
+        try:
+            files = log_files(run_dir, pod)
+        except UserError:
+            if ended:
+                raise
+            files = []  # the pod has not started yet
+        lines = sorted(_new_lines(files, offsets, prefix=pod is None))
         for _, text in lines:
             emit(text if timestamps else without_timestamp(text))
-        if not follow or ended:
+        if ended:
             return
         sleep(FOLLOW_POLL_SECONDS)
 
