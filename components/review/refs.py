@@ -88,7 +88,8 @@ def diff_against_ref(
 
     Each side runs in its own process with its own checkout first on sys.path, so a change to
     components/ shows up in the diff just like a change to a job spec. A project without a
-    components/ package falls back to the installed trainjobs for both sides. A stack that
+    trainjobs package (this project's is a trainjobs -> components link) falls back to the
+    installed trainjobs for both sides. A stack that
     does not exist at `ref` is compared with an empty stack (everything is created).
     """
     project_dir = project_dir.resolve()

@@ -439,6 +439,7 @@ def test_diff_evaluates_each_side_with_its_own_components(tmp_path):
     shutil.copytree(
         REPO / "components", repo / "components", ignore=shutil.ignore_patterns("__pycache__")
     )
+    (repo / "trainjobs").symlink_to("components")  # imported as trainjobs, as in this project
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "vendor components")
     graph = repo / "components" / "core" / "graph.py"
