@@ -91,8 +91,13 @@ def hosts_file(hosts: list[PodHost], namespace: str) -> str:
     # IPv6 addresses, which glibc looks up in the hosts file as written: without these lines
     # the reverse lookup falls through to DNS, which pods do not have, and c10d warns
     # "The hostname of the client socket cannot be retrieved" (torch/csrc/distributed/c10d/
-    # socket.cpp, formatSockAddr). One name, so forward lookups barely change.
-    lines += [f"::ffff:{host.address}\t{host.dns_names(namespace)[0]}" for host in hosts]
+    # socket.cpp, formatSockAddr). The name is the pod's A record in cluster DNS
+    # (<address with dashes>.<namespace>.pod.<domain>), which nothing here looks up by name,
+    # so lookups of the pod and Service names still answer with the IPv4 address alone.
+    lines += [
+        f"::ffff:{host.address}\t{host.address.replace('.', '-')}.{namespace}.pod.{CLUSTER_DOMAIN}"
+        for host in hosts
+    ]
     return "\n".join(lines) + "\n"
 
 
