@@ -2,7 +2,7 @@
 
 A run writes ``run.json`` when it starts (job, kind, start time, command line, and its own
 process, so a reader can tell a running run from one whose runtime was killed) and
-``summary.json`` when it ends; ``logs/<pod>.log`` has one timestamped line per output line
+``summary.json``, in its place, when it ends; ``logs/<pod>.log`` has one timestamped line per output line
 (:func:`trainjobs.local.files.log_record`). `trainjobs runs` and `trainjobs logs` read these.
 """
 
@@ -41,6 +41,13 @@ def record_start(
     record = {"job": job.name, "runId": run_id, **identity, "owner": owner}
     write_private(run_dir / RUN_RECORD, json.dumps(record, indent=2) + "\n")
     return identity
+
+
+def record_end(run_dir: Path, summary: str) -> None:
+    """Write ``summary.json``, which replaces ``run.json`` (it repeats what that says): on a
+    full disk the start record's room is what lets the summary be written."""
+    (run_dir / RUN_RECORD).unlink(missing_ok=True)
+    write_private(run_dir / SUMMARY, summary)
 
 
 def _read_json(path: Path) -> dict[str, Any]:

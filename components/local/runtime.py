@@ -80,7 +80,7 @@ from trainjobs.local.cluster import (
     plan_cluster,
 )
 from trainjobs.local.files import inside, new_run_directory, private_directory, write_private
-from trainjobs.local.history import record_start
+from trainjobs.local.history import record_end, record_start
 from trainjobs.local.job_run import JobRun
 from trainjobs.local.kubectl import CALLS_LOG, POD_ENV, REGISTRY_ENV
 from trainjobs.local.ledger import Ledger, clean_dead_runs
@@ -437,7 +437,7 @@ class Run:
         self._print_summary(result)
         summary = json.dumps({**result.summary(), **identity}, indent=2) + "\n"
         try:
-            write_private(self.run_dir / "summary.json", summary)
+            record_end(self.run_dir, summary)
         except OSError as error:
             self.sink.event(f"summary.json not written: {_describe(error)}")
         self.sink.close()

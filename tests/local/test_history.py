@@ -186,6 +186,7 @@ def test_logs_follows_a_running_job_and_runs_lists_the_sessions_runs(tmp_path):
     assert [line for line in followed if line.startswith("[chainermn-mnist-master]")] == master
     assert master[-1].startswith("[chainermn-mnist-master] final validation accuracy: ")
     summary = run.summary
+    assert not (runs / "distributed" / "run.json").exists()  # the summary took its place
     assert summary["command"] == [
         "trainjobs",
         "run",
