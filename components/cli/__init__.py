@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import sys
 from collections.abc import Sequence
+from typing import TextIO
 
 from trainjobs.core.errors import UserError
 
@@ -38,12 +41,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # for run records
+    stdout = sys.stdout
+    sys.stdout = _ReaderMayLeave(stdout)
     try:
-        code = int(args.handler(args) or 0)
-        sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
-        return code
-    except BrokenPipeError:
-        return _reader_gone()
+        return _run(args)
+    finally:
+        sys.stdout.flush()
+        sys.stdout = stdout
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        return int(args.handler(args) or 0)
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)
         return error.exit_code
@@ -56,13 +65,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def _reader_gone() -> int:
-    """The reader of stdout left early (`| head -1`): end quietly with 0, as git and kubectl
-    do; stdout goes to /dev/null so the interpreter's final flush cannot fail again."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
-    return 0
+class _ReaderMayLeave(io.TextIOBase):
+    """stdout whose reader may leave early (`| head -1`): the command goes on quietly and
+    keeps its exit code, as git and kubectl end with the first line's reader gone; what it
+    still prints goes to /dev/null, so no later write or the interpreter's flush fails."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def _gone(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        with contextlib.suppress(OSError, ValueError):  # a stream without a descriptor
+            os.dup2(devnull, self.stream.fileno())
+        os.close(devnull)
+        self.stream = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._gone()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 A run writes ``run.json`` when it starts (job, kind, start time, command line, and its own
 process, so a reader can tell a running run from one whose runtime was killed) and
-``summary.json``, in its place, when it ends; ``logs/<pod>.log`` has one timestamped line per output line
-(:func:`trainjobs.local.files.log_record`). `trainjobs runs` and `trainjobs logs` read these.
+``summary.json``, in its place, when it ends; ``logs/<pod>.log`` has one timestamped line
+per output line (:func:`trainjobs.local.files.log_record`). `trainjobs runs` and
+`trainjobs logs` read these.
 """
 
 from __future__ import annotations

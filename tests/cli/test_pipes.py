@@ -70,3 +70,14 @@ def test_a_failure_still_exits_with_its_code_when_the_pipe_is_closed():
     completed = closed_reader("validate", "no-such.yaml")
     assert completed.returncode == 2
     assert completed.stderr.startswith("no-such.yaml: ")
+
+
+def test_a_failure_after_output_keeps_its_code_and_says_why_when_the_pipe_is_closed(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: Nothing\n")
+    completed = closed_reader("validate", "jobs/chainermn-mnist.yaml", str(bad))
+    assert completed.returncode == 2
+    assert completed.stderr == (
+        f"{bad}: invalid job spec (1 problem(s))\n"
+        "  kind: must be one of ChainerJob, TFJob, PyTorchJob (got 'Nothing')\n"
+    )
