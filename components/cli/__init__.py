@@ -19,7 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     import argparse
 
     # Imported here so `trainjobs --help` stays fast: each module imports its own work lazily.
-    from trainjobs.cli import images, jobs, preflight, review, run, watch
+    from trainjobs.cli import history, images, jobs, preflight, review, run, watch
 
     parser = argparse.ArgumentParser(
         prog="trainjobs",
@@ -33,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
         review.register_diff,
         watch.register,
         run.register,
+        history.register,
         preflight.register,
         images.register,
     ):
@@ -49,10 +50,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
+    from trainjobs.cli.pipes import ReaderMayLeave
     from trainjobs.core.errors import UserError
     from trainjobs.core.terminal import escape
 
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for run records
+    stdout = sys.stdout
+    sys.stdout = ReaderMayLeave(stdout)
     try:
         return int(args.handler(args) or 0)
     except UserError as error:
@@ -63,6 +68,9 @@ def _run(argv: Sequence[str] | None) -> int:
         where = f"{error.filename}: " if error.filename else ""
         print(f"error: {where}{error.strerror or error}", file=sys.stderr)
         return 1
+    finally:
+        sys.stdout.flush()
+        sys.stdout = stdout
 
 
 if __name__ == "__main__":

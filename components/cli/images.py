@@ -98,7 +98,9 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "build settings (default: the saved ones, else the public sources)"
     )
-    group.add_argument("--base-image", metavar="REF", help="instead of debian:12.12-slim")
+    group.add_argument(
+        "--base-image", metavar="REF", help="instead of debian:12.12-slim (the default)"
+    )
     group.add_argument(
         "--kubectl-image", metavar="REF", help="instead of registry.k8s.io/kubectl:v1.34.2"
     )
@@ -109,11 +111,31 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
         "stand-in image",
     )
     group.add_argument("--debian-mirror", metavar="URL", help="instead of snapshot.debian.org")
-    group.add_argument("--debian-security-mirror", metavar="URL")
+    group.add_argument(
+        "--debian-security-mirror", metavar="URL", help="instead of snapshot.debian.org's"
+    )
     group.add_argument("--pip-index-url", metavar="URL", help="instead of PyPI (and torch's)")
-    group.add_argument("--pip-extra-index-url", metavar="URL", action="append", default=[])
-    group.add_argument("--pip-find-links", metavar="DIR_OR_URL", action="append", default=[])
-    group.add_argument("--pip-trusted-host", metavar="HOST", action="append", default=[])
+    group.add_argument(
+        "--pip-extra-index-url",
+        metavar="URL",
+        action="append",
+        default=[],
+        help="another index (repeatable; default: none)",
+    )
+    group.add_argument(
+        "--pip-find-links",
+        metavar="DIR_OR_URL",
+        action="append",
+        default=[],
+        help="where pip also looks for packages (repeatable; default: none)",
+    )
+    group.add_argument(
+        "--pip-trusted-host",
+        metavar="HOST",
+        action="append",
+        default=[],
+        help="a host pip trusts without HTTPS checks (repeatable; default: none)",
+    )
     group.add_argument("--ca-bundle", type=Path, metavar="FILE", help="CA certificates to trust")
     group.add_argument(
         "--host-config",
@@ -122,11 +144,20 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
     )
 
 
+ENGINE_EXIT_CODES = (
+    "exit codes: 0 done, 1 the engine or a build failed, 2 an unknown image, flag or engine"
+)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     command = subparsers.add_parser(
         "dockerfiles",
         help="render the Dockerfiles of the images trainjobs builds "
         "(declared in components/images/catalogue.py)",
+        description="Write images/<image dir>/Dockerfile for every image declared in "
+        "components/images/catalogue.py, or with --check say which ones are stale.",
+        epilog="exit codes: 0 written (or current), 1 a Dockerfile is stale with --check, "
+        "2 an invalid --out",
     )
     command.add_argument(
         "--out",
@@ -141,28 +172,48 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     command.set_defaults(handler=_dockerfiles)
 
     images = subparsers.add_parser(
-        "images", help="build the images trainjobs declares with podman or docker"
+        "images",
+        help="build the images trainjobs declares with podman or docker",
+        description="Build the images trainjobs declares (components/images/catalogue.py) "
+        "with podman or docker, and keep the settings the builds use.",
     )
     actions = images.add_subparsers(dest="action", required=True, metavar="ACTION")
     build = actions.add_parser(
         "build",
         help="build images (default: the CPU images the examples run), tagged as jobs name "
         "them; a current image is kept",
+        description="Build the named images, or the CPU images the examples run, with the "
+        "saved build settings and the flags over them; an image whose inputs did not change "
+        "is kept.",
+        epilog=ENGINE_EXIT_CODES,
     )
-    build.add_argument("images", nargs="*", metavar="IMAGE", help="e.g. trainjobs/chainermn:7.8.1")
+    build.add_argument(
+        "images",
+        nargs="*",
+        metavar="IMAGE",
+        help="e.g. trainjobs/chainermn:7.8.1 (default: the CPU images the examples run)",
+    )
     build.add_argument("--rebuild", action="store_true", help="build even a current image")
     build.set_defaults(handler=_build)
     bootstrap = actions.add_parser(
         "bootstrap",
         help="make the local images the build settings start from (a debootstrapped Debian, "
         "the kubectl stand-in), once",
+        description="Make, once, the local images that builds without a registry start from: "
+        "a Debian base made with debootstrap and the kubectl stand-in image.",
+        epilog=ENGINE_EXIT_CODES,
     )
     bootstrap.set_defaults(handler=_bootstrap)
     configure = actions.add_parser(
         "configure",
         help="save build settings and this project's engine settings under out/engine/",
+        description="Save the build settings (flags over the public sources) and this "
+        "project's container engine settings under out/engine/, and print their paths.",
+        epilog="exit codes: 0 saved, 1 the machine refused a write, 2 an invalid flag",
     )
     configure.set_defaults(handler=_configure)
     for parser in (build, bootstrap, configure):
-        parser.add_argument("--engine", choices=ENGINES, help="default: podman, else docker")
+        parser.add_argument(
+            "--engine", choices=ENGINES, help="the engine (default: podman, else docker)"
+        )
         _add_settings(parser)

@@ -71,23 +71,50 @@ def namespace_argument(value: str) -> str:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    validate = subparsers.add_parser("validate", help="validate job spec files")
-    validate.add_argument("files", nargs="+", metavar="FILE")
+    validate = subparsers.add_parser(
+        "validate",
+        help="validate job spec files",
+        description="Check each job spec (ChainerJob, TFJob, PyTorchJob) as the API server and "
+        "the operators would, build its resource graph, and print one line per valid file; "
+        "each mistake is reported with its field path, value and fix.",
+        epilog="exit codes: 0 all valid, 2 a file is invalid or unreadable",
+    )
+    validate.add_argument("files", nargs="+", metavar="FILE", help="job spec files (YAML)")
     validate.set_defaults(handler=_validate)
 
     render = subparsers.add_parser(
-        "render", help="write the pure resource graph of one job as YAML, one object per file"
+        "render",
+        help="write the pure resource graph of one job as YAML, one object per file",
+        description="Write every Kubernetes object of one job's resource graph (the ones "
+        "Pulumi deploys and `trainjobs run` executes) to DIR, one numbered YAML file each, "
+        "and print their paths.",
+        epilog="exit codes: 0 written, 1 the machine refused a write, 2 an invalid spec or --out",
     )
-    render.add_argument("file", metavar="FILE")
-    render.add_argument("--out", required=True, type=_directory, metavar="DIR")
+    render.add_argument("file", metavar="FILE", help="job spec (YAML)")
     render.add_argument(
-        "--namespace", default="default", type=namespace_argument, help="if the spec names none"
+        "--out",
+        required=True,
+        type=_directory,
+        metavar="DIR",
+        help="directory for the manifests (required; created, or emptied of earlier manifests)",
     )
-    render.add_argument("--kubectl-image", default=DEFAULT_KUBECTL_IMAGE, metavar="IMAGE")
+    render.add_argument(
+        "--namespace",
+        default="default",
+        type=namespace_argument,
+        help="if the spec names none (default: default)",
+    )
+    render.add_argument(
+        "--kubectl-image",
+        default=DEFAULT_KUBECTL_IMAGE,
+        metavar="IMAGE",
+        help=f"the image the MPI launcher copies kubectl from (default: {DEFAULT_KUBECTL_IMAGE})",
+    )
     render.add_argument(
         "--gang-scheduler",
         choices=GANG_SCHEDULERS,
-        help="give TFJobs and PyTorchJobs a PodGroup their pods join (as trainjobs:gangScheduler)",
+        help="give TFJobs and PyTorchJobs a PodGroup their pods join (as trainjobs:gangScheduler;"
+        " default: none)",
     )
     render.add_argument(
         "--gang-scheduler-name",
@@ -112,6 +139,18 @@ def add_mpi_transport(parser: argparse.ArgumentParser, default: str | None = "ku
 
 
 def register_crds(subparsers: argparse._SubParsersAction) -> None:
-    generate = subparsers.add_parser("crds", help="regenerate the CRDs from the spec models")
-    generate.add_argument("--out", default=Path("crds"), type=_directory, metavar="DIR")
+    generate = subparsers.add_parser(
+        "crds",
+        help="regenerate the CRDs from the spec models",
+        description="Write the CustomResourceDefinitions of ChainerJob, TFJob and PyTorchJob, "
+        "generated from the spec models, one YAML file each, and print their paths.",
+        epilog="exit codes: 0 written, 1 the machine refused a write, 2 an invalid --out",
+    )
+    generate.add_argument(
+        "--out",
+        default=Path("crds"),
+        type=_directory,
+        metavar="DIR",
+        help="where the CRD files go (default: crds)",
+    )
     generate.set_defaults(handler=_crds)

@@ -17,8 +17,9 @@ from trainjobs.cloud.preflight import (
 from trainjobs.core.errors import UserError
 
 
-def _settings_for_stack(stack: str, project: Path) -> PreflightSettings:
-    """The stack's jobs and GPU profile, read the way the Pulumi program reads them."""
+def _settings_for_stack(stack: str, project: Path) -> tuple[PreflightSettings, str | None]:
+    """The stack's jobs and GPU profile, read the way the Pulumi program reads them, and its
+    aws:region."""
     import pulumi
 
     from trainjobs.deploy.infra_stack import stack_outputs
@@ -38,12 +39,14 @@ def _settings_for_stack(stack: str, project: Path) -> PreflightSettings:
         )
     with contextlib.chdir(project):  # job files are relative to the project, as for Pulumi
         jobs = load_jobs(settings)
-    return PreflightSettings.from_jobs(profile, [job.graph for job in jobs])
+    region = config.get("aws:region")
+    preflight = PreflightSettings.from_jobs(profile, [job.graph for job in jobs])
+    return preflight, region if isinstance(region, str) and region else None
 
 
 def _preflight(args: argparse.Namespace) -> int:
-    settings = _settings_for_stack(args.stack, args.project)
-    clients = AwsClients()
+    settings, stack_region = _settings_for_stack(args.stack, args.project)
+    clients = AwsClients(stack_region=stack_region)
     results = run_checks(settings, clients)
     print(f"pre-flight checks for stack {args.stack} (region {clients.session.region_name}):")
     for result in results:
@@ -60,7 +63,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     preflight = subparsers.add_parser(
         "preflight",
         help="check a GPU job stack against AWS (instance types, zones, GPU fit, ECR images)",
+        description="Ask AWS, read-only, whether the stack's GPU jobs can schedule and start: "
+        "the pool's instance types exist and have GPUs, every GPU pod fits one instance, each "
+        "type is offered in every subnet's zone, and ECR images exist. Credentials and region "
+        "are found as boto3 and the AWS CLI find them (AWS_PROFILE, AWS_REGION, "
+        "AWS_DEFAULT_REGION, the profile's region), else the stack's aws:region.",
+        epilog="exit codes: 0 every check passed, 1 a check failed, 2 a mistake in the stack "
+        "or no AWS credentials or region",
     )
-    preflight.add_argument("--stack", required=True, metavar="NAME", help="reads Pulumi.NAME.yaml")
-    preflight.add_argument("--project", default=Path("."), type=Path, metavar="DIR")
+    preflight.add_argument(
+        "--stack", required=True, metavar="NAME", help="reads Pulumi.NAME.yaml (required)"
+    )
+    preflight.add_argument(
+        "--project",
+        default=Path("."),
+        type=Path,
+        metavar="DIR",
+        help="the Pulumi project (default: .)",
+    )
     preflight.set_defaults(handler=_preflight)

@@ -106,7 +106,7 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
         type=_size,
         default=DEFAULT_MAX_BYTES,
         metavar="N",
-        help=f"cap the Markdown report (default {DEFAULT_MAX_BYTES}, under GitHub's comment "
+        help=f"cap the Markdown report (default: {DEFAULT_MAX_BYTES}, under GitHub's comment "
         "limit; 0: no cap)",
     )
 
@@ -115,13 +115,34 @@ def register_diff(subparsers: argparse._SubParsersAction) -> None:
     diff = subparsers.add_parser(
         "diff",
         help="preview a stack at a git ref and in the working tree; report what would change",
+        description="Export GIT_REF with git archive, preview the stack there and in the "
+        "working tree (each with its own code, offline), and report what `pulumi up` would "
+        "create, update, replace or delete, as Markdown for a pull-request comment. Relative "
+        "paths are the caller's.",
+        epilog="exit codes: 0 reported, 1 changes with --expect-no-changes (or the machine "
+        "refused a write), 2 a mistake (an unknown ref or stack, an invalid spec on either side)",
     )
-    diff.add_argument("--stack", required=True, metavar="NAME", help="reads Pulumi.NAME.yaml")
-    diff.add_argument("--base", required=True, metavar="GIT_REF", help="e.g. origin/main")
-    diff.add_argument("--project", default=Path("."), type=Path, metavar="DIR")
-    diff.add_argument("--out", type=Path, metavar="REPORT.md", help="write the report here")
     diff.add_argument(
-        "--previews", type=Path, metavar="DIR", help="keep both previews in DIR/base, DIR/head"
+        "--stack", required=True, metavar="NAME", help="reads Pulumi.NAME.yaml (required)"
+    )
+    diff.add_argument(
+        "--base", required=True, metavar="GIT_REF", help="e.g. origin/main (required)"
+    )
+    diff.add_argument(
+        "--project",
+        default=Path("."),
+        type=Path,
+        metavar="DIR",
+        help="the Pulumi project, in a git repository (default: .)",
+    )
+    diff.add_argument(
+        "--out", type=Path, metavar="REPORT.md", help="write the report here (default: stdout)"
+    )
+    diff.add_argument(
+        "--previews",
+        type=Path,
+        metavar="DIR",
+        help="keep both previews in DIR/base, DIR/head (default: a temporary directory)",
     )
     add_report_arguments(diff)
     diff.set_defaults(handler=_diff)
@@ -153,12 +174,34 @@ def register_preview(subparsers: argparse._SubParsersAction) -> None:
     preview = subparsers.add_parser(
         "preview",
         help="evaluate the Pulumi program for a stack under the SDK's mock runtime (offline)",
+        description="Run the Pulumi program (__main__.py) for a stack under the Pulumi SDK's "
+        "mock runtime, with no cluster or credentials, and write every Kubernetes object as "
+        "YAML plus graph.json (each resource's type, name, parent, dependencies and options).",
+        epilog="exit codes: 0 written, 1 changes with --expect-no-changes (or the machine "
+        "refused a write), 2 a mistake (an unknown stack, an invalid spec, a bad --out)",
     )
-    preview.add_argument("--stack", required=True, metavar="NAME", help="reads Pulumi.NAME.yaml")
-    preview.add_argument("--out", required=True, type=_directory, metavar="DIR")
-    preview.add_argument("--project", default=Path("."), type=_directory, metavar="DIR")
     preview.add_argument(
-        "--against", type=_directory, metavar="BASE_DIR", help="report changes since that preview"
+        "--stack", required=True, metavar="NAME", help="reads Pulumi.NAME.yaml (required)"
+    )
+    preview.add_argument(
+        "--out",
+        required=True,
+        type=_directory,
+        metavar="DIR",
+        help="directory for the preview (required; created, or emptied of an earlier preview)",
+    )
+    preview.add_argument(
+        "--project",
+        default=Path("."),
+        type=_directory,
+        metavar="DIR",
+        help="the Pulumi project (default: .)",
+    )
+    preview.add_argument(
+        "--against",
+        type=_directory,
+        metavar="BASE_DIR",
+        help="report changes since that preview (default: no report)",
     )
     add_mpi_transport(preview, default=None)
     add_report_arguments(preview)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,17 +20,43 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run = subparsers.add_parser(
         "run",
         help="run a job on this machine: one local pod per replica, real Open MPI",
-        description="Run a job's resource graph on this machine and exit with its outcome "
-        "(0 Succeeded, 1 Failed, 2 invalid input, 128+N stopped by signal N: 130 for SIGINT, "
-        "143 for SIGTERM, 129 for SIGHUP).",
+        description="Run a job's resource graph on this machine (the one `render` writes and "
+        "Pulumi deploys), one local pod per replica, stream the pods' output with a [pod] "
+        "prefix, and exit with the job's outcome. Every run leaves its pods' logs and "
+        "summary.json in its run directory: see `trainjobs runs` and `trainjobs logs`.",
+        epilog="exit codes: 0 Succeeded, 1 Failed (or the machine refused), 2 invalid input, "
+        "128+N stopped by signal N (130 SIGINT, 143 SIGTERM, 129 SIGHUP)",
     )
     run.add_argument("file", metavar="FILE", help="job spec (YAML)")
     run.add_argument(
         "--run-dir",
         type=Path,
         metavar="DIR",
-        help="new directory for pod files, logs/ and summary.json "
+        help="new or empty directory for pod files, logs/ and summary.json; one that holds "
+        "a previous run is refused, as docker refuses a container name in use "
         "(default: out/runs/<job>-<timestamp>)",
+    )
+    run.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="overrides",
+        help="change the spec before it is validated: replicas.TYPE=N (e.g. replicas.Worker=4), "
+        "image=REF (every container), image.TYPE=REF (repeatable; default: none)",
+    )
+    run.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="show only trainjobs' own lines, not the pods' output (the log files keep it)",
+    )
+    run.add_argument(
+        "--all-output",
+        action="store_true",
+        help="also show the pods' lines known to be noise (hidden by default: "
+        "TensorFlow's C++ logging, PyTorch's c10d hostname warning, Open MPI's setpgid "
+        "warning; the log files keep them)",
     )
     run.add_argument(
         "--network",
@@ -50,7 +77,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="REF=DECLARED",
-        help="run image REF as the declared image DECLARED (see components/images/catalogue.py)",
+        help="run image REF as the declared image DECLARED (see components/images/catalogue.py;"
+        " repeatable; default: none)",
     )
     run.add_argument(
         "--runtime",
@@ -66,7 +94,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="with --runtime container: the engine (default: podman, else docker)",
     )
     run.add_argument(
-        "--namespace", default="default", type=namespace_argument, help="if the spec names none"
+        "--namespace",
+        default="default",
+        type=namespace_argument,
+        help="if the spec names none (default: default)",
     )
     add_mpi_transport(run)
     run.set_defaults(handler=_run)
@@ -77,8 +108,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Remove every process, network namespace, link, /etc/netns entry, "
         "temporary file, and container runs' pods and networks, that a `trainjobs run` left "
         "when it was killed, say what, and write its summary.json. Runs still going are left "
-        "alone. (Every `trainjobs run` does this first.) Exit 0 when nothing is left, 1 when "
-        "something could not be removed.",
+        "alone. Every `trainjobs run` does this first.",
+        epilog="exit codes: 0 nothing is left, 1 something could not be removed, 2 an invalid "
+        "option",
     )
     clean.set_defaults(handler=_clean)
 
@@ -109,8 +141,11 @@ def _clean(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     # Imported here: `trainjobs --help` must not pay for the runtime.
     from trainjobs.cli.jobs import report_warnings
+    from trainjobs.cli.overrides import apply_overrides
+    from trainjobs.core.documents import load_file
     from trainjobs.core.graph import GraphOptions
-    from trainjobs.kinds.registry import load_job
+    from trainjobs.kinds.registry import parse_job
+    from trainjobs.local.output import TerminalFilter
     from trainjobs.local.runtime import RunOptions
     from trainjobs.local.start import run_job
 
@@ -125,7 +160,8 @@ def _run(args: argparse.Namespace) -> int:
         if args.wait_timeout <= 0:
             raise UserError("--wait-timeout must be a positive number of seconds")
         options = replace(options, wait_timeout_seconds=args.wait_timeout)
-    job = load_job(args.file, args.namespace, options)
+    document = apply_overrides(load_file(args.file), args.overrides)
+    job = parse_job(document, str(args.file), args.namespace, options)
     report_warnings(args.file, job)
     if args.engine and args.runtime != "container":
         raise UserError("--engine: only with --runtime container")
@@ -137,6 +173,8 @@ def _run(args: argparse.Namespace) -> int:
             image_aliases=aliases,
             runtime=args.runtime,
             engine=args.engine,
+            stream=TerminalFilter(sys.stdout, quiet=args.quiet, noise=not args.all_output),
+            command=("trainjobs", *args.argv),
         ),
     )
     return result.exit_code

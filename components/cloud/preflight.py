@@ -13,6 +13,7 @@ Pulumi program.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -134,10 +135,17 @@ class AwsClients:
     """boto3 clients made the standard way (credentials, region and endpoint from the
     environment and shared config), one per service and region."""
 
-    def __init__(self, session: Any = None) -> None:
+    def __init__(self, session: Any = None, stack_region: str | None = None) -> None:
         import boto3  # botocore is slow to import; only pre-flight needs it
 
-        self.session = session or boto3.Session()
+        if session is None:
+            # The AWS CLI reads AWS_REGION before AWS_DEFAULT_REGION and the profile's region;
+            # botocore reads only those two (botocore/configprovider.py, "region"). The
+            # stack's aws:region, which the Pulumi AWS provider would use, comes last.
+            session = boto3.Session(region_name=os.environ.get("AWS_REGION") or None)
+            if session.region_name is None and stack_region:
+                session = boto3.Session(region_name=stack_region)
+        self.session = session
         self._clients: dict[tuple[str, str | None], Any] = {}
 
     def client(self, service: str, region: str | None = None) -> Any:
@@ -149,8 +157,9 @@ class AwsClients:
                 self._clients[key] = self.session.client(service, region_name=region)
             except NoRegionError:
                 raise UserError(
-                    "no AWS region configured: set AWS_REGION (or AWS_DEFAULT_REGION), or a "
-                    "region in the AWS profile"
+                    "no AWS region configured: set AWS_REGION (or AWS_DEFAULT_REGION), a region "
+                    "in the AWS profile, or aws:region in the stack (pulumi config set aws:region "
+                    "REGION)"
                 ) from None
         return self._clients[key]
 

@@ -14,13 +14,20 @@ there: spec validation already refuses such names, and this holds even if it did
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 from trainjobs.core.errors import EnvironmentFailure, UserError
 
 TEMPORARY_SUFFIX = ".tmp"
+SUMMARY = "summary.json"
+# A log file line: the time it was written (UTC, RFC 3339 with microseconds, as
+# `kubectl logs --timestamps` shows it) and the pod's line.
+_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z ")
 PRIVATE_DIRECTORY = 0o700
 PRIVATE_FILE = 0o600
 
@@ -70,6 +77,22 @@ def open_log(path: Path) -> int:
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, PRIVATE_FILE)
 
 
+def log_record(text: str) -> bytes:
+    """One line of a pod's log file: the time now, then ``text``."""
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return f"{stamp} {text}\n".encode("utf-8", "replace")
+
+
+def without_timestamp(line: str) -> str:
+    """A log file line as the pod printed it."""
+    return line[28:] if _TIMESTAMP.match(line) else line
+
+
+def read_log(path: Path) -> list[str]:
+    """A pod's log file, its lines as the pod printed them."""
+    return [without_timestamp(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
 def temporary_files(directory: Path) -> list[Path]:
     """Temporary files :func:`write_private` left below ``directory`` (a killed writer's)."""
     if not directory.is_dir():
@@ -112,10 +135,27 @@ def _claim_requested(path: Path) -> Path:
     try:
         if path.is_dir():
             if any(path.iterdir()):
-                raise UserError(f"{where}: not empty; choose a new directory")
+                raise UserError(f"{where}: {_occupant(path)}; {_another(path)}")
             path.chmod(PRIVATE_DIRECTORY)
         else:
             path.mkdir(mode=PRIVATE_DIRECTORY, parents=True)
     except OSError as error:
         raise EnvironmentFailure(f"{where}: {error.strerror}") from None
     return path.resolve()
+
+
+def _occupant(path: Path) -> str:
+    """What a non-empty requested run directory holds, for the refusal."""
+    try:
+        summary = json.loads((path / SUMMARY).read_text(encoding="utf-8"))
+        return f"holds an earlier run of {summary['job']} ({summary['outcome']})"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "not empty"
+
+
+def _another(path: Path) -> str:
+    """The fix: a free sibling name (as docker asks for another container name), or removal."""
+    suffix = 2
+    while Path(f"{path}-{suffix}").exists():
+        suffix += 1
+    return f"give a new directory (e.g. --run-dir {path}-{suffix}) or remove it first"

@@ -87,6 +87,17 @@ class PodHost:
 def hosts_file(hosts: list[PodHost], namespace: str) -> str:
     lines = ["127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback"]
     lines += [f"{host.address}\t{' '.join(host.dns_names(namespace))}" for host in hosts]
+    # A dual-stack listener (PyTorch's c10d store, gRPC) sees its IPv4 clients as IPv4-mapped
+    # IPv6 addresses, which glibc looks up in the hosts file as written: without these lines
+    # the reverse lookup falls through to DNS, which pods do not have, and c10d warns
+    # "The hostname of the client socket cannot be retrieved" (torch/csrc/distributed/c10d/
+    # socket.cpp, formatSockAddr). The name is the pod's A record in cluster DNS
+    # (<address with dashes>.<namespace>.pod.<domain>), which nothing here looks up by name,
+    # so lookups of the pod and Service names still answer with the IPv4 address alone.
+    lines += [
+        f"::ffff:{host.address}\t{host.address.replace('.', '-')}.{namespace}.pod.{CLUSTER_DOMAIN}"
+        for host in hosts
+    ]
     return "\n".join(lines) + "\n"
 
 

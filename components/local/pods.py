@@ -30,13 +30,14 @@ import time
 from collections.abc import Set
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from trainjobs.core.terminal import escape
-from trainjobs.local.files import inside, open_log
+from trainjobs.local.files import inside, log_record, open_log
 from trainjobs.local.kubectl import POD_ENV, REGISTRY_ENV, process_start_time
 from trainjobs.local.ledger import resource_kind
 from trainjobs.local.network import NETNS_RUN
+from trainjobs.local.output import TextStream
 
 # Sets the hostname in the fresh UTS namespace, says so, then only holds the namespaces.
 _SANDBOX_SCRIPT = 'echo "$0" > /proc/sys/kernel/hostname && echo ready && exec sleep infinity'
@@ -51,8 +52,8 @@ class LogSink:
     the output keeps flowing to the terminal.
     """
 
-    def __init__(self, stream: IO[str], log_dir: Path) -> None:
-        self.stream: IO[str] | None = stream
+    def __init__(self, stream: TextStream, log_dir: Path) -> None:
+        self.stream: TextStream | None = stream
         # On a terminal, a pod's escape sequences would drive it: shown escaped instead
         # (the log files keep the bytes as written).
         self._escape = _isatty(stream)
@@ -82,7 +83,7 @@ class LogSink:
             handle = self._files.get(pod)
             if handle is None:
                 handle = self._files[pod] = open_log(inside(self.log_dir, path.name))
-            os.write(handle, (text + "\n").encode("utf-8", "replace"))
+            os.write(handle, log_record(text))
         except OSError as error:
             self._close(pod)
             self._files[pod] = None
@@ -109,7 +110,7 @@ class LogSink:
             self._files.clear()
 
 
-def _isatty(stream: IO[str]) -> bool:
+def _isatty(stream: TextStream) -> bool:
     try:
         return stream.isatty()
     except (OSError, ValueError):

@@ -62,7 +62,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -81,6 +81,7 @@ from trainjobs.local.cluster import (
     PodPlan,
 )
 from trainjobs.local.files import inside, new_run_directory, private_directory, write_private
+from trainjobs.local.history import record_end, record_start
 from trainjobs.local.job_run import JobRun
 from trainjobs.local.kubectl import CALLS_LOG, POD_ENV, REGISTRY_ENV
 from trainjobs.local.ledger import Ledger, clean_dead_runs
@@ -93,6 +94,7 @@ from trainjobs.local.network import (
     PodName,
     netns_available,
 )
+from trainjobs.local.output import TextStream
 from trainjobs.local.pod_run import POLL_SECONDS, PodRun, stop_pods
 from trainjobs.local.pods import (
     LogSink,
@@ -121,13 +123,15 @@ class RunOptions:
     """netns (root), loopback, or auto: netns when available."""
     image_aliases: dict[str, str] = field(default_factory=dict)
     """Undeclared image reference -> declared reference to run it as."""
-    stream: IO[str] | None = None
+    stream: TextStream | None = None
     """Where pod output and the summary go. Default: stdout."""
     runtime: str = "process"
     """process (containers as host processes) or container (an engine's pods; see
     :mod:`trainjobs.local.container`)."""
     engine: str | None = None
     """The container runtime's engine: podman or docker; None: whichever answers."""
+    command: tuple[str, ...] = ()
+    """The command line that asked for the run, kept in run.json and summary.json."""
 
 
 def process_run(job: JobDefinition, plan: ClusterPlan, options: RunOptions) -> RunResult:
@@ -305,11 +309,16 @@ class Run:
         named = next((pod.name for pod in self.plan.pods if pod.service_names), None)
         if mode == "loopback" and named is not None:
             why = why_not if requested == "auto" else "--network loopback was asked for"
+            if not why_not:
+                fix = "leave out --network loopback (they are the default here)"
+            elif os.geteuid() == 0:
+                fix = "install iproute2 and util-linux (make system-deps)"
+            else:
+                fix = "run it as root with iproute2 and util-linux (make system-deps)"
             raise UserError(
                 f"pod {named} is reached by its Service's DNS name (TF_CONFIG, MASTER_ADDR), "
                 "which needs an address of its own, which only pod network namespaces give, "
-                f"and they are not used here ({why}); run it as root with iproute2 and "
-                "util-linux (make system-deps)"
+                f"and they are not used here ({why}); {fix}"
             )
         return mode
 
@@ -362,7 +371,9 @@ class Run:
         outcome, reason, message = "Failed", "Error", "the run did not start"
         previous = install_signal_handlers()
         leftovers: list[str] = []
+        identity: dict[str, Any] = {}
         try:
+            identity = record_start(self.run_dir, self.job, self.run_id, self.options.command)
             self.sink.event(
                 f"running {self.job.kind} {self.job.name}: {len(self.plan.pods)} pod(s) on "
                 f"{self.network.mode} network, run directory {self.run_dir}"
@@ -416,8 +427,10 @@ class Run:
             message=message,
             exit_code={"Succeeded": 0, "Failed": 1}.get(outcome, 128 + signal_number(reason)),
             duration_seconds=time.monotonic() - started,
-            attempts=sum(job.attempts for job in self.jobs),
-            retries=sum(job.retries for job in self.jobs),
+            # The completion Job's, whose backoffLimit they are counted against; every Job's
+            # own counts are under "jobs".
+            attempts=self._completion_job.attempts,
+            retries=self._completion_job.retries,
             backoff_limit=self.plan.backoff_limit,
             run_dir=self.run_dir,
             run_id=self.run_id,
@@ -429,13 +442,17 @@ class Run:
         if not leftovers:
             self.ledger.close()
         self._print_summary(result)
-        summary = json.dumps(result.summary(), indent=2) + "\n"
+        summary = json.dumps({**result.summary(), **identity}, indent=2) + "\n"
         try:
-            write_private(self.run_dir / "summary.json", summary)
+            record_end(self.run_dir, summary)
         except OSError as error:
             self.sink.event(f"summary.json not written: {_describe(error)}")
         self.sink.close()
         return result
+
+    @property
+    def _completion_job(self) -> JobRun:
+        return next(job for job in self.jobs if job.name == self.plan.completion.name)
 
     def _write_manifests(self) -> None:
         directory = private_directory(self.run_dir / "manifests")

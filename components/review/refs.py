@@ -66,8 +66,16 @@ def export_ref(project_dir: Path, ref: str, into: Path) -> Path:
         ["git", "-C", str(top), "archive", "--format=tar", commit], stdout=subprocess.PIPE
     )
     assert archive.stdout is not None
-    with tarfile.open(fileobj=archive.stdout, mode="r|") as tar:
-        tar.extractall(into, filter="data")
+    try:
+        with tarfile.open(fileobj=archive.stdout, mode="r|") as tar:
+            tar.extractall(into, filter="data")
+    except tarfile.FilterError as error:  # e.g. a committed link to an absolute path
+        archive.kill()
+        archive.wait()
+        raise UserError(
+            f"--base {ref}: {error}; the export keeps no file outside the project "
+            "(commit the target or a relative link instead)"
+        ) from None
     if archive.wait() != 0:
         raise UserError(f"git archive {ref} failed")
     return into / prefix
@@ -80,10 +88,13 @@ def diff_against_ref(
 
     Each side runs in its own process with its own checkout first on sys.path, so a change to
     components/ shows up in the diff just like a change to a job spec. A project without a
-    components/ package falls back to the installed trainjobs for both sides. A stack that
+    trainjobs package (this project's is a trainjobs -> components link) falls back to the
+    installed trainjobs for both sides. A stack that
     does not exist at `ref` is compared with an empty stack (everything is created).
     """
     project_dir = project_dir.resolve()
+    # The caller's path: each side's preview runs in that side's project directory.
+    previews = previews.absolute()
     stack_file = f"Pulumi.{stack}.yaml"
     with tempfile.TemporaryDirectory(prefix="trainjobs-base-") as checkout:
         base_project = export_ref(project_dir, ref, Path(checkout))

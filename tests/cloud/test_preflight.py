@@ -376,3 +376,59 @@ def test_preflight_command_reaches_the_endpoint_in_aws_endpoint_url(aws_env, mon
         assert preflight(gpu_stack_project(tmp_path / "e", subnets["us-east-1e"])) == 1
     finally:
         server.stop()
+
+
+# The region, found as the AWS CLI finds it: AWS_REGION, AWS_DEFAULT_REGION, the profile's
+# region (botocore's configprovider reads only the last two), then the stack's aws:region.
+
+FIRST_LINE = "pre-flight checks for stack test (region us-east-1):"
+
+
+def test_aws_region_is_read_and_wins_over_aws_default_region(aws, tmp_path, monkeypatch, capsys):
+    project = gpu_stack_project(tmp_path, aws["us-east-1a"])
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    assert preflight(project) == 0
+    assert capsys.readouterr().out.splitlines()[0] == FIRST_LINE
+
+
+def test_the_profiles_region_is_read(aws, tmp_path, monkeypatch, capsys):
+    project = gpu_stack_project(tmp_path, aws["us-east-1a"])
+    config = tmp_path / "aws-config"
+    config.write_text("[profile train]\nregion = us-east-1\n")
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setenv("AWS_PROFILE", "train")
+    assert preflight(project) == 0
+    assert capsys.readouterr().out.splitlines()[0] == FIRST_LINE
+
+
+def test_the_stacks_aws_region_is_read_when_aws_names_none(aws, tmp_path, monkeypatch, capsys):
+    project = gpu_stack_project(tmp_path, aws["us-east-1a"])
+    stack = project / "Pulumi.test.yaml"
+    document = yaml.safe_load(stack.read_text())
+    document["config"]["aws:region"] = "us-east-1"
+    stack.write_text(yaml.safe_dump(document))
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    assert preflight(project) == 0
+    assert capsys.readouterr().out.splitlines()[0] == FIRST_LINE
+
+
+def test_the_environment_wins_over_the_stacks_aws_region(aws, tmp_path, monkeypatch, capsys):
+    project = gpu_stack_project(tmp_path, aws["us-east-1a"])
+    stack = project / "Pulumi.test.yaml"
+    document = yaml.safe_load(stack.read_text())
+    document["config"]["aws:region"] = "eu-west-1"
+    stack.write_text(yaml.safe_dump(document))
+    assert preflight(project) == 0
+    assert capsys.readouterr().out.splitlines()[0] == FIRST_LINE
+
+
+def test_no_region_anywhere_says_every_place_one_can_be_set(aws, tmp_path, monkeypatch, capsys):
+    project = gpu_stack_project(tmp_path, aws["us-east-1a"])
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    assert preflight(project) == 2
+    assert capsys.readouterr().err == (
+        "error: no AWS region configured: set AWS_REGION (or AWS_DEFAULT_REGION), a region in "
+        "the AWS profile, or aws:region in the stack (pulumi config set aws:region REGION)\n"
+    )

@@ -13,6 +13,8 @@ import pytest
 from tests.kubefake import FakeKube, terminated
 from trainjobs.cli import main as cli_main
 from trainjobs.core.terminal import escape
+from trainjobs.local.files import read_log
+from trainjobs.local.output import TerminalFilter
 from trainjobs.local.pods import LogSink
 
 CLIPBOARD = "\x1b]52;c;cm0gLXJmIH4=\x07"
@@ -79,7 +81,21 @@ def test_local_pod_output_on_a_terminal_is_escaped_and_logged_as_written(tmp_pat
     sink.close()
 
     assert terminal.getvalue() == "[master-0] epoch 1\\x1b]52;c;cm0gLXJmIH4=\\x07\n"
-    assert (tmp_path / "master-0.log").read_text() == f"epoch 1{CLIPBOARD}\n"
+    assert read_log(tmp_path / "master-0.log") == [f"epoch 1{CLIPBOARD}"]
+
+
+def test_pod_output_through_the_noise_filter_on_a_terminal_is_escaped_too(tmp_path: Path):
+    # `trainjobs run` writes through its noise filter; the terminal behind it is what counts.
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    sink = LogSink(TerminalFilter(terminal), tmp_path)
+    sink.line("master-0", f"epoch 1{CLIPBOARD}")
+    sink.close()
+
+    assert terminal.getvalue() == "[master-0] epoch 1\\x1b]52;c;cm0gLXJmIH4=\\x07\n"
 
 
 def test_cli_status_prints_names_kinds_and_details_from_the_cluster_escaped(tmp_path, capsys):

@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import REPO
 from trainjobs.local import network
+from trainjobs.local.files import read_log
 from trainjobs.local.kubectl import REGISTRY_ENV
 
 needs_open_mpi = pytest.mark.skipif(
@@ -73,7 +74,7 @@ class Run:
         return json.loads((self.run_dir / "summary.json").read_text(encoding="utf-8"))
 
     def pod_log(self, pod: str) -> list[str]:
-        return (self.run_dir / "logs" / f"{pod}.log").read_text(encoding="utf-8").splitlines()
+        return read_log(self.run_dir / "logs" / f"{pod}.log")
 
 
 def leaks(run: Run) -> list[str]:

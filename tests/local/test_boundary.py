@@ -16,7 +16,7 @@ from tests.local.runs import needs_open_mpi, needs_pod_network
 from trainjobs.core.errors import UserError
 from trainjobs.kinds.registry import parse_job
 from trainjobs.local.containers import Mapping, PathMap, materialise_config_map
-from trainjobs.local.files import inside, new_run_directory, write_private
+from trainjobs.local.files import inside, new_run_directory, read_log, write_private
 from trainjobs.local.pods import pod_processes
 from trainjobs.local.runtime import RunOptions
 from trainjobs.local.start import run_job
@@ -165,7 +165,7 @@ def test_a_worker_cannot_claim_to_be_the_master_to_kubectl(tmp_path):
         parse_job(document, "test"),
         RunOptions(run_dir=run_dir, network="netns", stream=io.StringIO()),
     )
-    log = (run_dir / "logs" / "demo-master.log").read_text(encoding="utf-8").splitlines()
+    log = read_log(run_dir / "logs" / "demo-master.log")
     assert result.outcome == "Failed"
     assert log[-1] == (
         "kubectl (trainjobs local stand-in): pod 'demo-worker-1' has no service account token "

@@ -24,6 +24,7 @@ from trainjobs.core.errors import EnvironmentFailure, UserError
 from trainjobs.core.graph import GraphOptions
 from trainjobs.kinds.registry import parse_job
 from trainjobs.local import ssh as local_ssh
+from trainjobs.local.files import read_log
 from trainjobs.local.runtime import RunOptions
 from trainjobs.local.start import run_job
 
@@ -111,10 +112,10 @@ def test_a_trivial_mpi_program_launches_over_70_pods_with_tree_spawn(
         parse_job(document, "test", options=GraphOptions(mpi_transport="ssh")),
         RunOptions(run_dir=tmp_path / "run", network="netns", stream=io.StringIO()),
     )
-    log = (tmp_path / "run" / "logs" / "wide-master.log").read_text(encoding="utf-8")
-    ranks = [line.split() for line in log.splitlines() if line.startswith("rank ")]
+    log = read_log(tmp_path / "run" / "logs" / "wide-master.log")
+    ranks = [line.split() for line in log if line.startswith("rank ")]
 
-    assert result.outcome == "Succeeded", "\n".join([result.message, *log.splitlines()[-20:]])
+    assert result.outcome == "Succeeded", "\n".join([result.message, *log[-20:]])
     assert sorted(int(rank[1]) for rank in ranks) == list(range(70))
     assert {rank[5] for rank in ranks} == {"wide-master", *(f"wide-worker-{i}" for i in range(69))}
     launched_by = Counter(rank[7] for rank in ranks)
@@ -138,10 +139,10 @@ def test_the_waiter_names_the_workers_whose_sshd_does_not_answer(tmp_path: Path)
         parse_job(document, "test", options=options),
         RunOptions(run_dir=tmp_path / "run", network="netns", stream=io.StringIO()),
     )
-    log = (tmp_path / "run" / "logs" / "demo-master.log").read_text(encoding="utf-8")
+    log = read_log(tmp_path / "run" / "logs" / "demo-master.log")
 
     assert (result.outcome, result.reason) == ("Failed", "BackoffLimitExceeded")
-    assert log.splitlines()[-1] == (
+    assert log[-1] == (
         "cluster_waiter: timed out after 2s; workers not ready: "
         "demo-worker-0(ConnectionRefused) demo-worker-1(ConnectionRefused)"
     )

@@ -27,6 +27,7 @@ import pytest
 from tests.conftest import REPO
 from trainjobs.kinds.registry import parse_job
 from trainjobs.local import network
+from trainjobs.local.files import read_log
 from trainjobs.local.kubectl import POD_ENV, REGISTRY_ENV
 from trainjobs.local.pods import pod_processes
 from trainjobs.local.results import RunResult
@@ -66,10 +67,10 @@ def run_locally(document: dict[str, Any], run_dir: Path) -> tuple[RunResult, lis
         parse_job(document, "test"),
         RunOptions(run_dir=run_dir, network="netns", stream=io.StringIO()),
     )
-    log = (run_dir / "logs" / f"{JOB}-master.log").read_text(encoding="utf-8")
+    log = read_log(run_dir / "logs" / f"{JOB}-master.log")
     assert network.leftovers(result.run_id) == []
     assert pod_processes(str(run_dir / "pods.json")) == []
-    return result, log.splitlines()
+    return result, log
 
 
 MPIEXEC = ("mpiexec", "--allow-run-as-root", "-n", "3")

@@ -1,0 +1,105 @@
+"""`trainjobs runs` and `trainjobs logs`: the local runs of this project and their output."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from pathlib import Path
+
+RUNS_HELP = "the directory of run directories (default: out/runs)"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, rest = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{rest:02d}s"
+
+
+def _started(value: datetime | None) -> str:
+    return "-" if value is None else value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from trainjobs.local.history import list_runs
+
+    runs = list_runs(args.dir)
+    if not runs:
+        print(f"no runs in {args.dir}")
+        return 0
+    rows = [("JOB", "KIND", "OUTCOME", "STARTED (UTC)", "DURATION", "RUN DIR")]
+    rows += [
+        (
+            run.job,
+            run.kind,
+            run.outcome,
+            _started(run.started),
+            _duration(run.duration_seconds),
+            str(run.run_dir),
+        )
+        for run in runs
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row[:5], widths, strict=True)]
+        print("  ".join([*cells, row[5]]))
+    return 0
+
+
+def _logs(args: argparse.Namespace) -> int:
+    from trainjobs.local.history import find_run, read_logs
+
+    run_dir = find_run(args.run, args.dir)
+    read_logs(
+        run_dir,
+        args.pod,
+        args.follow,
+        args.timestamps,
+        lambda line: print(line, flush=args.follow),
+    )
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    runs = subparsers.add_parser(
+        "runs",
+        help="list the local runs: job, kind, outcome, start, duration, run directory",
+        description="List the runs in a directory of run directories (where `trainjobs run` "
+        "puts them by default), oldest first: each one's job, kind, outcome (Running while "
+        "its runtime runs, Unknown when it was killed and not yet cleaned up after), start "
+        "time, duration and run directory.",
+        epilog="exit codes: 0 listed (or none to list), 2 an invalid option",
+    )
+    runs.add_argument("--dir", type=Path, default=Path("out/runs"), metavar="DIR", help=RUNS_HELP)
+    runs.set_defaults(handler=_runs)
+
+    logs = subparsers.add_parser(
+        "logs",
+        help="print or follow the pods' logs of a local run",
+        description="Print the logs of a local run: one pod's lines, or every pod's with a "
+        "[pod] prefix in the order they were written. With -f, keep printing new lines "
+        "until the run ends, as `kubectl logs -f` does.",
+        epilog="exit codes: 0 printed (with -f: the run ended), 2 no such run or pod, "
+        "130 interrupted",
+    )
+    logs.add_argument(
+        "run",
+        metavar="RUN",
+        help="a run directory, its name under --dir, or a job name (its latest run)",
+    )
+    logs.add_argument(
+        "pod", nargs="?", metavar="POD", help="only this pod's log (default: every pod's)"
+    )
+    logs.add_argument(
+        "-f", "--follow", action="store_true", help="follow the logs until the run ends"
+    )
+    logs.add_argument(
+        "--timestamps",
+        action="store_true",
+        help="show when each line was written (UTC, as in the log files)",
+    )
+    logs.add_argument("--dir", type=Path, default=Path("out/runs"), metavar="DIR", help=RUNS_HELP)
+    logs.set_defaults(handler=_logs)

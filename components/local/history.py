@@ -1,0 +1,208 @@
+"""The history of local runs: what each run directory says about its run, and its logs.
+
+A run writes ``run.json`` when it starts (job, kind, start time, command line, and its own
+process, so a reader can tell a running run from one whose runtime was killed) and
+``summary.json``, in its place, when it ends; ``logs/<pod>.log`` has one timestamped line
+per output line (:func:`trainjobs.local.files.log_record`). `trainjobs runs` and
+`trainjobs logs` read these.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from trainjobs.core.errors import UserError
+from trainjobs.kinds.registry import JobDefinition
+from trainjobs.local.files import SUMMARY, without_timestamp, write_private
+from trainjobs.local.kubectl import process_start_time
+
+RUN_RECORD = "run.json"
+RUNS_DIRECTORY = Path("out") / "runs"
+FOLLOW_POLL_SECONDS = 0.2
+
+
+def record_start(
+    run_dir: Path, job: JobDefinition, run_id: str, command: tuple[str, ...]
+) -> dict[str, Any]:
+    """Write ``run.json`` for a run starting now; returns what its summary repeats."""
+    identity = {
+        "kind": job.kind,
+        "started": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "command": list(command),
+    }
+    pid = os.getpid()
+    owner = {"pid": pid, "starttime": process_start_time(pid)}
+    record = {"job": job.name, "runId": run_id, **identity, "owner": owner}
+    write_private(run_dir / RUN_RECORD, json.dumps(record, indent=2) + "\n")
+    return identity
+
+
+def record_end(run_dir: Path, summary: str) -> None:
+    """Write ``summary.json``, which replaces ``run.json`` (it repeats what that says): on a
+    full disk the start record's room is what lets the summary be written."""
+    (run_dir / RUN_RECORD).unlink(missing_ok=True)
+    write_private(run_dir / SUMMARY, summary)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return document if isinstance(document, dict) else {}
+
+
+def _owner_running(owner: Any) -> bool:
+    """The runtime that wrote run.json still runs (same PID and start time, not a zombie)."""
+    if not isinstance(owner, dict) or not isinstance(owner.get("pid"), int):
+        return False
+    pid = owner["pid"]
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X") and process_start_time(pid) == owner.get("starttime")
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run directory, as `trainjobs runs` lists it."""
+
+    run_dir: Path
+    job: str
+    kind: str
+    outcome: str
+    """Succeeded, Failed, Interrupted; Running while its runtime runs; Unknown when it
+    ended without a summary (killed, and not yet cleaned up after)."""
+    started: datetime | None
+    duration_seconds: float | None
+
+    @property
+    def finished(self) -> bool:
+        return self.outcome != "Running"
+
+
+def read_run(run_dir: Path) -> RunRecord | None:
+    """The run in ``run_dir``, or None if it holds none."""
+    record, summary = _read_json(run_dir / RUN_RECORD), _read_json(run_dir / SUMMARY)
+    if not record and not summary:
+        return None
+    started = _parse_time(record.get("started") or summary.get("started"))
+    duration = summary.get("durationSeconds")
+    if summary:
+        outcome = str(summary.get("outcome", "Unknown"))
+    elif _owner_running(record.get("owner")):
+        outcome = "Running"
+        duration = None if started is None else (datetime.now(UTC) - started).total_seconds()
+    else:
+        outcome = "Unknown"
+    return RunRecord(
+        run_dir=run_dir,
+        job=str(record.get("job") or summary.get("job") or "?"),
+        kind=str(record.get("kind") or summary.get("kind") or "?"),
+        outcome=outcome,
+        started=started,
+        duration_seconds=float(duration) if isinstance(duration, int | float) else None,
+    )
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def list_runs(directory: Path) -> list[RunRecord]:
+    """Every run in a directory of run directories, oldest first."""
+    if not directory.is_dir():
+        return []
+    runs = [run for path in directory.iterdir() if path.is_dir() and (run := read_run(path))]
+    oldest = datetime.min.replace(tzinfo=UTC)
+    return sorted(runs, key=lambda run: (run.started or oldest, run.run_dir.name))
+
+
+def find_run(name: str, directory: Path) -> Path:
+    """RUN as `trainjobs logs` takes it: a run directory, a run directory's name under
+    ``directory``, or a job name (its latest run there)."""
+    for candidate in (Path(name), directory / name):
+        if candidate.is_dir() and read_run(candidate) is not None:
+            return candidate
+    latest = [run for run in list_runs(directory) if run.job == name]
+    if latest:
+        return latest[-1].run_dir
+    raise UserError(
+        f"{name}: no run directory or job of that name in {directory}; "
+        "`trainjobs runs` lists the runs"
+    )
+
+
+def log_files(run_dir: Path, pod: str | None) -> list[Path]:
+    logs = run_dir / "logs"
+    if pod is None:
+        return sorted(logs.glob("*.log"))
+    path = logs / f"{pod}.log"
+    if not path.is_file():
+        pods = ", ".join(p.stem for p in sorted(logs.glob("*.log"))) or "none yet"
+        raise UserError(f"pod {pod!r}: no log in {run_dir} (pods with logs: {pods})")
+    return [path]
+
+
+def read_logs(
+    run_dir: Path,
+    pod: str | None,
+    follow: bool,
+    timestamps: bool,
+    emit: Callable[[str], None],
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Emit the logs of one pod, or of every pod with a ``[pod]`` prefix in time order; with
+    ``follow``, go on emitting new lines (and new pods' logs) until the run has ended."""
+    offsets: dict[Path, int] = {}
+    while True:
+        ended = not follow or (read_run(run_dir) or _ENDED).finished
+        try:
+            files = log_files(run_dir, pod)
+        except UserError:
+            if ended:
+                raise
+            files = []  # the pod has not started yet
+        lines = sorted(_new_lines(files, offsets, prefix=pod is None))
+        for _, text in lines:
+            emit(text if timestamps else without_timestamp(text))
+        if ended:
+            return
+        sleep(FOLLOW_POLL_SECONDS)
+
+
+_ENDED = RunRecord(Path(), "", "", "Unknown", None, None)
+
+
+def _new_lines(
+    files: list[Path], offsets: dict[Path, int], prefix: bool
+) -> Iterator[tuple[str, str]]:
+    """(timestamp, line) for each whole line written to ``files`` since the last call."""
+    for path in files:
+        try:
+            with path.open("rb") as handle:
+                handle.seek(offsets.get(path, 0))
+                data = handle.read()
+        except OSError:
+            continue
+        whole = data[: data.rfind(b"\n") + 1]
+        offsets[path] = offsets.get(path, 0) + len(whole)
+        for raw in whole.decode("utf-8", "replace").splitlines():
+            stamp = raw[:27] if raw != without_timestamp(raw) else ""
+            text = without_timestamp(raw)
+            shown = f"[{path.stem}] {text}" if prefix else text
+            yield stamp, f"{stamp} {shown}" if stamp else shown

@@ -1,0 +1,237 @@
+"""Run history: run.json and summary.json say what each run was, `trainjobs runs` lists the
+runs, and `trainjobs logs` prints or follows their timestamped logs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.local.runs import Run, needs_open_mpi, needs_pod_network
+from trainjobs.cli import main
+from trainjobs.kinds.registry import load_job
+from trainjobs.local.files import log_record, read_log, without_timestamp
+from trainjobs.local.history import list_runs, read_logs, record_start
+from trainjobs.local.kubectl import process_start_time
+
+DISTRIBUTED = REPO / "jobs" / "chainermn-mnist.yaml"
+SINGLE = REPO / "jobs" / "chainer-mnist.yaml"
+STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z"
+
+
+def test_a_log_record_is_the_time_then_the_line_and_reads_back_as_printed():
+    record = log_record("epoch 1/20: loss 0.5").decode()
+    assert re.fullmatch(rf"{STAMP} epoch 1/20: loss 0\.5\n", record)
+    assert without_timestamp(record.rstrip("\n")) == "epoch 1/20: loss 0.5"
+    assert without_timestamp("a line without one") == "a line without one"
+
+
+def fake_run(run_dir: Path, pods: dict[str, list[str]], running: bool) -> None:
+    """A run directory as a run writes it; ``running``: this process is its runtime."""
+    (run_dir / "logs").mkdir(parents=True)
+    for pod, lines in pods.items():
+        (run_dir / "logs" / f"{pod}.log").write_text("".join(lines))
+    owner = {"pid": os.getpid(), "starttime": process_start_time(os.getpid())}
+    if not running:
+        owner["pid"] = 0
+    record = {
+        "job": "demo",
+        "runId": "abc123",
+        "kind": "ChainerJob",
+        "started": "2026-11-25T10:00:00Z",
+        "command": ["trainjobs", "run", "demo.yaml"],
+        "owner": owner,
+    }
+    (run_dir / "run.json").write_text(json.dumps(record))
+
+
+def finish(run_dir: Path, outcome: str = "Succeeded", seconds: float = 12.5) -> None:
+    summary = {"job": "demo", "outcome": outcome, "durationSeconds": seconds}
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+
+
+def test_every_pods_lines_in_the_order_they_were_written(tmp_path):
+    fake_run(
+        tmp_path,
+        {
+            "demo-master": [
+                "2026-11-25T10:00:01.000000Z one\n",
+                "2026-11-25T10:00:03.000000Z three\n",
+            ],
+            "demo-worker-0": ["2026-11-25T10:00:02.000000Z two\n", "2026-11-25T10:00:04.0000"],
+        },
+        running=False,
+    )
+    lines: list[str] = []
+    read_logs(tmp_path, None, follow=False, timestamps=False, emit=lines.append)
+    # A line still being written (no newline yet) is not shown.
+    assert lines == ["[demo-master] one", "[demo-worker-0] two", "[demo-master] three"]
+    lines.clear()
+    read_logs(tmp_path, "demo-worker-0", follow=False, timestamps=True, emit=lines.append)
+    assert lines == ["2026-11-25T10:00:02.000000Z two"]
+
+
+def test_follow_prints_new_lines_until_the_run_ends(tmp_path):
+    fake_run(tmp_path, {"demo-master": ["2026-11-25T10:00:01.000000Z one\n"]}, running=True)
+    log = tmp_path / "logs" / "demo-master.log"
+    polls: list[int] = []
+
+    def sleep(_seconds: float) -> None:
+        """The run goes on between polls: a line, a line cut in two, then its end."""
+        polls.append(1)
+        with log.open("a") as handle:
+            if len(polls) == 1:
+                handle.write("2026-11-25T10:00:02.000000Z two\n2026-11-25T10:00:03.0")
+            elif len(polls) == 2:
+                handle.write("00000Z three\n")
+            else:
+                handle.write("2026-11-25T10:00:04.000000Z four\n")
+                finish(tmp_path)
+
+    lines: list[str] = []
+    read_logs(
+        tmp_path, "demo-master", follow=True, timestamps=False, emit=lines.append, sleep=sleep
+    )
+    assert lines == ["one", "two", "three", "four"]
+    assert len(polls) == 3
+
+
+def test_follow_of_a_run_whose_runtime_is_gone_prints_what_there_is_and_ends(tmp_path):
+    fake_run(tmp_path, {"demo-master": ["2026-11-25T10:00:01.000000Z one\n"]}, running=False)
+    lines: list[str] = []
+    read_logs(tmp_path, None, follow=True, timestamps=False, emit=lines.append, sleep=pytest.fail)
+    assert lines == ["[demo-master] one"]
+
+
+def test_runs_lists_each_run_with_its_outcome_start_and_duration(tmp_path, capsys):
+    fake_run(tmp_path / "runs" / "demo-1", {}, running=False)
+    finish(tmp_path / "runs" / "demo-1", "Failed", 75)
+    fake_run(tmp_path / "runs" / "demo-2", {}, running=False)
+    (tmp_path / "runs" / "not-a-run").mkdir()
+    assert main(["runs", "--dir", str(tmp_path / "runs")]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "JOB   KIND        OUTCOME  STARTED (UTC)        DURATION  RUN DIR",
+        f"demo  ChainerJob  Failed   2026-11-25 10:00:00  1m15s     {tmp_path}/runs/demo-1",
+        f"demo  ChainerJob  Unknown  2026-11-25 10:00:00  -         {tmp_path}/runs/demo-2",
+    ]
+
+
+def test_logs_of_an_unknown_run_or_pod_is_one_line_and_exit_2(tmp_path, capsys):
+    fake_run(tmp_path / "runs" / "demo-1", {"demo-master": []}, running=False)
+    assert main(["logs", "nothing", "--dir", str(tmp_path / "runs")]) == 2
+    assert capsys.readouterr().err == (
+        f"error: nothing: no run directory or job of that name in {tmp_path}/runs; "
+        "`trainjobs runs` lists the runs\n"
+    )
+    assert main(["logs", "demo", "demo-ps-0", "--dir", str(tmp_path / "runs")]) == 2
+    assert capsys.readouterr().err == (
+        f"error: pod 'demo-ps-0': no log in {tmp_path}/runs/demo-1 (pods with logs: demo-master)\n"
+    )
+
+
+def test_record_start_writes_run_json_with_the_command_and_its_owner(tmp_path):
+    job = load_job(SINGLE)
+    identity = record_start(tmp_path, job, "abc123", ("trainjobs", "run", "x.yaml"))
+    record = json.loads((tmp_path / "run.json").read_text())
+    assert identity == {
+        "kind": "ChainerJob",
+        "started": record["started"],
+        "command": ["trainjobs", "run", "x.yaml"],
+    }
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", record["started"])
+    assert record["owner"] == {"pid": os.getpid(), "starttime": process_start_time(os.getpid())}
+    assert (tmp_path / "run.json").stat().st_mode & 0o777 == 0o600
+    (run,) = list_runs(tmp_path.parent)[-1:]
+    assert (run.job, run.kind, run.outcome) == ("chainer-mnist", "ChainerJob", "Running")
+
+
+# -- with real runs ---------------------------------------------------------------------------
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "trainjobs.cli", *args]
+
+
+@needs_open_mpi
+@needs_pod_network
+def test_logs_follows_a_running_job_and_runs_lists_the_sessions_runs(tmp_path):
+    runs = tmp_path / "runs"
+    followed: list[str] = []
+
+    def follow(line: str, process: subprocess.Popen[str]) -> None:
+        """Once the run has started, follow its logs until it ends."""
+        if followed or not line.startswith("[trainjobs] running "):
+            return
+        logs = subprocess.run(
+            cli("logs", "chainermn-mnist", "-f", "--dir", str(runs)),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+        )
+        assert (logs.returncode, logs.stderr) == (0, "")
+        followed.extend(logs.stdout.splitlines())
+
+    run = Run(DISTRIBUTED, runs / "distributed", on_line=follow)
+    assert run.exit_code == 0
+    # `logs -f` ran while the job did, and ended when it ended, with every line of every pod.
+    master = [f"[chainermn-mnist-master] {line}" for line in run.pod_log("chainermn-mnist-master")]
+    assert [line for line in followed if line.startswith("[chainermn-mnist-master]")] == master
+    assert master[-1].startswith("[chainermn-mnist-master] final validation accuracy: ")
+    summary = run.summary
+    assert not (runs / "distributed" / "run.json").exists()  # the summary took its place
+    assert summary["command"] == [
+        "trainjobs",
+        "run",
+        str(DISTRIBUTED),
+        "--run-dir",
+        str(runs / "distributed"),
+    ]
+    assert summary["kind"] == "ChainerJob"
+    assert (summary["attempts"], summary["retries"]) == (1, 0)
+    raw = (runs / "distributed" / "logs" / "chainermn-mnist-master.log").read_text().splitlines()
+    assert all(re.match(rf"{STAMP} ", line) for line in raw)
+    assert read_log(runs / "distributed" / "logs" / "chainermn-mnist-master.log") == run.pod_log(
+        "chainermn-mnist-master"
+    )
+
+    single = Run(SINGLE, runs / "single", "--quiet")
+    assert single.exit_code == 0
+    assert all(line.startswith("[trainjobs] ") for line in single.lines)
+    listed = subprocess.run(
+        cli("runs", "--dir", str(runs)), cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    pattern = r"{job} +ChainerJob +Succeeded +\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d +[\d.]+s +{dir}"
+    assert listed[0].split() == [
+        "JOB",
+        "KIND",
+        "OUTCOME",
+        "STARTED",
+        "(UTC)",
+        "DURATION",
+        "RUN",
+        "DIR",
+    ]
+    assert re.fullmatch(pattern.format(job="chainermn-mnist", dir=runs / "distributed"), listed[1])
+    assert re.fullmatch(pattern.format(job="chainer-mnist ", dir=runs / "single"), listed[2])
+    assert len(listed) == 3
+
+
+@needs_open_mpi
+def test_a_run_dir_holding_an_earlier_run_is_refused_with_a_free_name(tmp_path):
+    first = Run(SINGLE, tmp_path / "mine", "--network", "loopback", "--quiet")
+    assert first.exit_code == 0
+    again = Run(SINGLE, tmp_path / "mine", "--network", "loopback")
+    assert (again.exit_code, again.lines) == (2, [])
+    assert again.stderr == (
+        f"error: --run-dir {tmp_path / 'mine'}: holds an earlier run of chainer-mnist "
+        f"(Succeeded); give a new directory (e.g. --run-dir {tmp_path / 'mine'}-2) or remove it "
+        "first\n"
+    )
