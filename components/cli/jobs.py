@@ -11,7 +11,6 @@ from trainjobs.core.gang import GANG_SCHEDULERS
 from trainjobs.core.graph import DEFAULT_KUBECTL_IMAGE, MPI_TRANSPORTS, GraphOptions
 from trainjobs.core.job_document import namespace_problems
 from trainjobs.core.manifests import prepare_output_dir, write_manifests
-from trainjobs.kinds import crds
 from trainjobs.kinds.registry import JobDefinition, load_job
 
 
@@ -53,6 +52,8 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def _crds(args: argparse.Namespace) -> int:
+    from trainjobs.kinds import crds  # the CRDs' models and schema generation: this command only
+
     for path in crds.write(args.out):
         print(path)
     return 0

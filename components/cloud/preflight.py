@@ -20,6 +20,7 @@ from typing import Any
 
 from trainjobs.cloud.scheduling import GpuPod, SchedulingProfile, gpu_pods, pod_template
 from trainjobs.core.errors import Problem, UserError
+from trainjobs.core.extras import import_extra
 from trainjobs.core.graph import Graph
 from trainjobs.core.pod_template import GPU_RESOURCE
 
@@ -135,8 +136,8 @@ class AwsClients:
     environment and shared config), one per service and region."""
 
     def __init__(self, session: Any = None) -> None:
-        import boto3  # botocore is slow to import; only pre-flight needs it
-
+        # botocore is slow to import and an extra: only pre-flight needs it.
+        boto3 = import_extra("boto3", "`trainjobs preflight`")
         self.session = session or boto3.Session()
         self._clients: dict[tuple[str, str | None], Any] = {}
 
@@ -157,6 +158,7 @@ class AwsClients:
 
 def run_checks(settings: PreflightSettings, aws: AwsClients | Any = None) -> list[CheckResult]:
     """Run every check; raises :class:`UserError` when AWS cannot be reached at all."""
+    import_extra("botocore", "`trainjobs preflight`")  # one line, not an ImportError, if absent
     from botocore.exceptions import (
         ClientError,
         EndpointConnectionError,

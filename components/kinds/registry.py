@@ -17,10 +17,6 @@ from trainjobs.core.graph import Graph, GraphOptions
 from trainjobs.core.jobset import QUEUE_LABEL, is_queued
 from trainjobs.core.replica_graph import as_queued, build_replica_graph
 from trainjobs.core.replica_spec import ReplicaJobPlan
-from trainjobs.kinds.chainer import graph as chainer_graph
-from trainjobs.kinds.chainer import spec as chainer_spec
-from trainjobs.kinds.pytorch import spec as pytorch_spec
-from trainjobs.kinds.tensorflow import spec as tensorflow_spec
 
 
 @dataclass(frozen=True)
@@ -80,6 +76,9 @@ class JobDefinition:
 def _chainer(
     document: dict[str, Any], source: str, namespace: str, options: GraphOptions
 ) -> JobDefinition:
+    from trainjobs.kinds.chainer import graph as chainer_graph
+    from trainjobs.kinds.chainer import spec as chainer_spec
+
     plan = chainer_spec.parse(document, source, namespace)
     if is_queued(plan.labels):
         raise SpecError(
@@ -149,13 +148,27 @@ def _replica_definition(plan: ReplicaJobPlan) -> JobDefinition:
     )
 
 
+def _tensorflow(
+    document: dict[str, Any], source: str, namespace: str, options: GraphOptions
+) -> JobDefinition:
+    from trainjobs.kinds.tensorflow import spec as tensorflow_spec
+
+    return _replica_definition(tensorflow_spec.parse(document, source, namespace, options))
+
+
+def _pytorch(
+    document: dict[str, Any], source: str, namespace: str, options: GraphOptions
+) -> JobDefinition:
+    from trainjobs.kinds.pytorch import spec as pytorch_spec
+
+    return _replica_definition(pytorch_spec.parse(document, source, namespace, options))
+
+
 Parser = Callable[[dict[str, Any], str, str, GraphOptions], JobDefinition]
 
-KINDS: dict[str, Parser] = {
-    chainer_spec.KIND: _chainer,
-    tensorflow_spec.KIND: lambda d, s, n, o: _replica_definition(tensorflow_spec.parse(d, s, n, o)),
-    pytorch_spec.KIND: lambda d, s, n, o: _replica_definition(pytorch_spec.parse(d, s, n, o)),
-}
+KINDS: dict[str, Parser] = {"ChainerJob": _chainer, "TFJob": _tensorflow, "PyTorchJob": _pytorch}
+"""Each kind's parser; a kind's spec models (pydantic classes, costly to build) are imported
+when a spec of that kind is parsed, not for every command."""
 
 
 def parse_job(
