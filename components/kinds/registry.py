@@ -9,14 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainjobs.core.documents import load_file
 from trainjobs.core.errors import Problem, SpecError
 from trainjobs.core.graph import Graph, GraphOptions
 from trainjobs.core.jobset import QUEUE_LABEL, is_queued
-from trainjobs.core.replica_graph import as_queued, build_replica_graph
-from trainjobs.core.replica_spec import ReplicaJobPlan
+
+if TYPE_CHECKING:
+    from trainjobs.core.replica_spec import ReplicaJobPlan
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,8 @@ def _chainer(
 
 
 def _replica_definition(plan: ReplicaJobPlan) -> JobDefinition:
+    from trainjobs.core.replica_graph import as_queued, build_replica_graph
+
     plan = as_queued(plan)
     queued = is_queued(plan.labels)
     deciding = {
