@@ -46,6 +46,26 @@ MINIMAL_JOB: dict[str, Any] = {
 }
 
 
+SERIAL = (
+    "tests/local/",
+    "tests/engines/test_engines.py",
+    "tests/images/test_build.py",
+    "tests/kinds/chainer/test_mpi_plumbing.py",
+    "tests/test_hostile_input.py::test_every_command_answers_hostile_arguments_in_one_line",
+)
+"""Tests that start pods (network namespaces, processes as root), containers or MPI ranks.
+`make test` runs the suite on every core with pytest-xdist (``--dist loadgroup``); these form
+one group that a single worker runs one after another, as they would run alone, while the
+pure tests spread over the other workers."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.startswith(SERIAL):
+            item.add_marker(pytest.mark.serial)
+            item.add_marker(pytest.mark.xdist_group("serial"))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_run_records(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Local runs of this test session keep their ledgers apart (the runs of other sessions
