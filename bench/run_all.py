@@ -203,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     chosen = [b for b in BENCHMARKS if not args.only or b.name in args.only]
     kept = earlier_sections(args.out) if args.only else {}
-    written = re.search(r"on (\d{4}-\d\d-\d\d \d\d:\d\d) UTC", args.out.read_text()) if kept else None
+    earlier = args.out.read_text(encoding="utf-8") if kept else ""
+    written = re.search(r"on (\d{4}-\d\d-\d\d \d\d:\d\d) UTC", earlier)
     sections: dict[str, str] = {}
     costs = []
     with tempfile.TemporaryDirectory() as tmp:
