@@ -59,6 +59,7 @@ one group that a single worker runs one after another, as they would run alone, 
 pure tests spread over the other workers."""
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.nodeid.startswith(SERIAL):

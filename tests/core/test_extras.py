@@ -27,7 +27,10 @@ def test_a_missing_extra_names_its_make_target_and_pip_extra(
 def test_a_missing_submodule_of_an_extra_names_the_extra(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # None in sys.modules: importing the name fails as if it were not installed (the module
+    # and its submodule, which an earlier test in this process may have imported).
     monkeypatch.setitem(sys.modules, "botocore", None)
+    monkeypatch.setitem(sys.modules, "botocore.exceptions", None)
     with pytest.raises(MissingExtra) as raised:
         import_extra("botocore.exceptions", "`trainjobs preflight`")
     assert str(raised.value) == (
