@@ -75,3 +75,12 @@ print(json.dumps(sorted(set(sys.modules) & set(json.loads(sys.stdin.read())))))
 def test_every_kind_validates_when_named():
     found = loaded(RUN_COMMAND, "validate", "jobs/tf-mnist.yaml", "jobs/pytorch-mnist.yaml")
     assert found == SPEC_MODELS | OTHER_KINDS
+
+
+def test_the_registry_names_each_kind_as_its_models_do():
+    from trainjobs.kinds.chainer import spec as chainer_spec
+    from trainjobs.kinds.pytorch import spec as pytorch_spec
+    from trainjobs.kinds.registry import KINDS
+    from trainjobs.kinds.tensorflow import spec as tensorflow_spec
+
+    assert list(KINDS) == [chainer_spec.KIND, tensorflow_spec.KIND, pytorch_spec.KIND]
