@@ -140,9 +140,11 @@ def machine() -> str:
     )
 
 
-def run(benchmark: Benchmark, quick: bool, out: Path) -> tuple[float, float]:
+def run(
+    benchmark: Benchmark, quick: bool, out: Path, extra: tuple[str, ...] = ()
+) -> tuple[float, float]:
     """Wall seconds and peak resident memory (MiB) of the benchmark's process tree."""
-    arguments = benchmark.quick if quick else benchmark.full
+    arguments = (*(benchmark.quick if quick else benchmark.full), *extra)
     command = [
         sys.executable,
         str(REPO / "bench" / benchmark.script),
@@ -198,6 +200,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument(
+        "--no-container",
+        action="store_true",
+        help="local-run overhead: measure the process runtime alone",
+    )
+    parser.add_argument(
         "--only", nargs="+", choices=[b.name for b in BENCHMARKS], metavar="NAME", default=[]
     )
     args = parser.parse_args(argv)
@@ -210,7 +217,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for index, benchmark in enumerate(chosen):
             out = Path(tmp) / f"{index}.md"
-            seconds, peak = run(benchmark, args.quick, out)
+            extra = (
+                ("--no-container",)
+                if args.no_container and benchmark.script == ("local_overhead.py")
+                else ()
+            )
+            seconds, peak = run(benchmark, args.quick, out, extra)
             sections[benchmark.name] = demote(out.read_text(encoding="utf-8")).strip()
             costs.append(f"| {benchmark.name} | {seconds:.0f} s | {peak:.0f} MiB |")
     ordered = {
@@ -220,10 +232,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     command = (
         "make bench"
-        if not args.only and not args.quick
+        if not (args.only or args.quick or args.no_container)
         else (
             "`.venv/bin/python bench/run_all.py"
             + (" --quick" if args.quick else "")
+            + (" --no-container" if args.no_container else "")
             + (" --only " + " ".join(f"'{name}'" for name in args.only) if args.only else "")
             + "`"
         )
