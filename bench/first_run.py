@@ -49,7 +49,9 @@ def main() -> int:
             for line in make.stdout:
                 print(line, end="", flush=True)
                 if line.startswith("[setup] ") or line.startswith("[trainjobs] running "):
-                    steps.append((line.strip(), time.perf_counter() - start))
+                    # Without the run directory: a path of this machine.
+                    text = line.strip().split(", run directory ")[0]
+                    steps.append((text, time.perf_counter() - start))
         seconds = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if make.returncode != 0:

@@ -119,7 +119,7 @@ def main() -> int:
     run_median = statistics.median(t.to_first_iteration for t in runs)
     bare_median = statistics.median(t.to_first_iteration for t in bares)
     report = render(args.trials, runs, bares, run_median, bare_median)
-    report += render_containers(containers, run_median, bare_median, engine)
+    report += render_containers(containers, run_median, bare_median, engine, args.no_container)
     args.out.write_text(report, encoding="utf-8")
     print(report)
     return 0
@@ -139,12 +139,17 @@ def _engine() -> str | None:
 
 
 def render_containers(
-    containers: list[Trial], run_median: float, bare_median: float, engine: str | None
+    containers: list[Trial],
+    run_median: float,
+    bare_median: float,
+    engine: str | None,
+    skipped: bool = False,
 ) -> str:
     """The container runtime's section: against the process runtime and a bare mpiexec."""
     lines = ["", "### `--runtime container`", ""]
     if not containers:
-        return "\n".join([*lines, "Not measured: no container engine answers here.", ""])
+        why = "`--no-container`" if skipped else "no container engine answers here"
+        return "\n".join([*lines, f"Not measured in this run ({why}).", ""])
     median = statistics.median(t.to_first_iteration for t in containers)
     phase = {label: statistics.median(t.phases[label] for t in containers) for label, _ in PHASES}
     cli, pods, ranks, _ = (phase[label] for label, _ in PHASES)
