@@ -1,11 +1,21 @@
 # Every target that needs the environment builds it first, so each works on a fresh clone.
+# `make run` installs only the core (requirements.txt); each other feature installs its extra on
+# first use (requirements-<extra>.txt, with the core's pins as constraints), and `make test`
+# installs everything.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+AWS_STAMP := $(VENV)/.installed-aws
+IMAGES_STAMP := $(VENV)/.installed-images
+PYTORCH_STAMP := $(VENV)/.installed-pytorch
+TEST_STAMP := $(VENV)/.installed-test
 # The TensorFlow image's Python for local runs: TensorFlow needs NumPy 2, Chainer NumPy 1.
 TF_VENV := .venv-tensorflow
 TF_STAMP := $(TF_VENV)/.installed
+PIP := $(BIN)/pip install --quiet --disable-pip-version-check
+# An extra installs with the core's pins as constraints, so no extra moves a core pin.
+PIP_EXTRA := $(PIP) -c requirements.txt
 APT_PACKAGES := openmpi-bin libopenmpi-dev iproute2 openssh-server openssh-client
 # The container engine of `trainjobs run --runtime container` and image builds: podman with
 # runc (crun fails on cgroups in hybrid mode on these machines), netavark and iptables for pod
@@ -18,27 +28,36 @@ ENGINE_SETTINGS ?= --host-config --no-registry
 # As root with an engine (others build with `trainjobs images build` themselves).
 HAVE_ENGINE = [ "$$(id -u)" = 0 ] && { command -v podman >/dev/null || docker version >/dev/null 2>&1; }
 
-.PHONY: setup system-deps engine-deps engine container-images test lint run preview crds images bench clean
+.PHONY: setup setup-aws setup-images setup-pytorch setup-tf setup-test setup-infra setup-all \
+	system-deps engine-deps engine container-images test lint run run-pytorch run-tf preview \
+	crds images bench clean
 
-setup: $(STAMP) $(TF_STAMP)
+# The core: what `make run` (the ChainerMN example), validate, render and preview need.
+setup: $(STAMP)
+# Extras, each installed on first use by the target that needs it (pip prints nothing while it
+# works, so every step says what it installs and how many steps are left).
+setup-aws: $(AWS_STAMP)          # GPU node pools, CUDA image repositories, `trainjobs preflight`
+setup-images: $(IMAGES_STAMP)    # CUDA image builds (pulumi-docker-build)
+setup-pytorch: $(PYTORCH_STAMP)  # local PyTorch runs (CPU torch)
+setup-tf: $(TF_STAMP)            # local TensorFlow runs (their own virtualenv)
+setup-test: $(TEST_STAMP)        # test and lint tools
+setup-infra: setup-aws setup-images  # the infra/ project (`pulumi -C infra up`)
+setup-all: setup setup-aws setup-images setup-pytorch setup-tf setup-test
 
 # Debian packages for local runs and the MPI plumbing tests (Open MPI, its headers for
 # building mpi4py, iproute2 and util-linux for pod network namespaces, OpenSSH for the ssh
 # transport); installed only when root and missing.
 system-deps:
 	@if [ "$$(id -u)" = 0 ] && ! (command -v mpiexec >/dev/null && command -v mpicc >/dev/null && command -v ip >/dev/null && command -v nsenter >/dev/null && command -v ssh-keygen >/dev/null && test -x /usr/sbin/sshd); then \
-		echo "installing $(APT_PACKAGES)"; \
+		echo "[setup] system packages: installing $(APT_PACKAGES)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PACKAGES) util-linux >/dev/null; \
 	fi
 
-# chainer and mpi4py build from sdists with the pinned setuptools and wheel, so those come
-# first and the rest installs without build isolation; torch comes last, without its declared
-# dependencies (it asks for a newer setuptools than chainer allows; see requirements.txt).
 # Installed only when root and missing; without them container runs and image builds are
 # unavailable and their tests skip.
 engine-deps:
 	@if [ "$$(id -u)" = 0 ] && ! (command -v podman && command -v runc && test -x /usr/lib/podman/netavark && command -v iptables && command -v catatonit && command -v debootstrap) >/dev/null 2>&1; then \
-		echo "installing $(ENGINE_PACKAGES)"; \
+		echo "[setup] container engine: installing $(ENGINE_PACKAGES)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(ENGINE_PACKAGES) >/dev/null; \
 	fi
 
@@ -53,26 +72,62 @@ engine: setup engine-deps
 container-images: engine
 	@if $(HAVE_ENGINE); then $(BIN)/trainjobs images build; fi
 
+# chainer and mpi4py build from sdists with the pinned setuptools and wheel, so those come
+# first and the rest installs without build isolation.
 $(STAMP): requirements.txt pyproject.toml
-	$(MAKE) --no-print-directory system-deps
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check $$(grep -E '^(setuptools|wheel)==' requirements.txt | cut -d' ' -f1)
-	grep -vE '^torch==' requirements.txt | $(BIN)/pip install --quiet --disable-pip-version-check --no-build-isolation -r /dev/stdin
-	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps $$(grep -E '^torch==' requirements.txt | cut -d' ' -f1)
-	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
-	touch $(STAMP)
+	@$(MAKE) --no-print-directory system-deps
+	@echo "[setup] core 1/4: creating $(VENV)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "[setup] core 2/4: installing setuptools and wheel (build tools, ~10 MB)"
+	@$(PIP) $$(grep -E '^(setuptools|wheel)==' requirements.txt | cut -d' ' -f1)
+	@echo "[setup] core 3/4: installing Pulumi, pulumi-kubernetes, pydantic, the Kubernetes client and schemas, NumPy, SciPy, scikit-learn (~500 MB)"
+	@grep -vE '^(chainer|mpi4py)==' requirements.txt | $(PIP) --no-build-isolation -r /dev/stdin
+	@echo "[setup] core 4/4: building Chainer and mpi4py (against Open MPI), installing trainjobs"
+	@grep -E '^(chainer|mpi4py)==' requirements.txt | $(PIP) --no-build-isolation -r /dev/stdin
+	@$(PIP) --no-deps -e .
+	@touch $@
+	@echo "[setup] core installed; other features install their extras on first use"
+
+$(AWS_STAMP): requirements-aws.txt | $(STAMP)
+	@echo "[setup] aws extra 1/1: installing pulumi-aws, boto3 (~310 MB)"
+	@$(PIP_EXTRA) -r requirements-aws.txt
+	@touch $@
+
+$(IMAGES_STAMP): requirements-images.txt | $(STAMP)
+	@echo "[setup] images extra 1/1: installing pulumi-docker-build (<1 MB)"
+	@$(PIP_EXTRA) -r requirements-images.txt
+	@touch $@
+
+# torch installs on its own, without its declared dependencies (see requirements-pytorch.txt).
+$(PYTORCH_STAMP): requirements-pytorch.txt | $(STAMP)
+	@echo "[setup] pytorch extra 1/2: installing sympy, networkx, fsspec, Jinja2 (torch's dependencies, ~100 MB)"
+	@grep -vE '^torch==' requirements-pytorch.txt | $(PIP_EXTRA) -r /dev/stdin
+	@echo "[setup] pytorch extra 2/2: installing torch (CPU build, ~750 MB installed)"
+	@$(PIP) --no-deps $$(grep -E '^torch==' requirements-pytorch.txt | cut -d' ' -f1)
+	@touch $@
 
 $(TF_STAMP): requirements-tensorflow.txt
-	test -x $(TF_VENV)/bin/python || $(PYTHON) -m venv $(TF_VENV)
-	$(TF_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps -r requirements-tensorflow.txt
-	touch $(TF_STAMP)
+	@echo "[setup] tensorflow extra 1/2: creating $(TF_VENV)"
+	@test -x $(TF_VENV)/bin/python || $(PYTHON) -m venv $(TF_VENV)
+	@echo "[setup] tensorflow extra 2/2: installing TensorFlow 2.20 (CPU) and its closure (~1.3 GB)"
+	@$(TF_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps -r requirements-tensorflow.txt
+	@touch $@
 
-test: setup container-images
+# moto (a test tool) needs boto3, so the test tools come after the aws extra.
+$(TEST_STAMP): requirements-test.txt $(AWS_STAMP) | $(STAMP)
+	@echo "[setup] test extra 1/1: installing pytest, pytest-xdist, hypothesis, ruff, moto (~80 MB)"
+	@$(PIP_EXTRA) -r requirements-test.txt
+	@touch $@
+
+# Every test, on every core: pytest-xdist spreads the pure tests over the cores, while the tests
+# that start pods, network namespaces, containers or MPI ranks form one group (tests/conftest.py)
+# that a single worker runs one after another. One pytest run, one summary line.
+test: setup-all container-images
 	$(BIN)/ruff check .
 	$(BIN)/python -m mypy  # the package and examples/sweep ([tool.mypy] files)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto --dist loadgroup
 
-lint: setup
+lint: setup-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
@@ -80,6 +135,13 @@ lint: setup
 # machine (master + 2 workers, three MPI ranks through real Open MPI).
 run: setup
 	$(BIN)/trainjobs run jobs/chainermn-mnist.yaml
+
+# The other examples, each with its extra (both need network namespaces: run as root).
+run-pytorch: setup setup-pytorch
+	$(BIN)/trainjobs run jobs/pytorch-mnist.yaml
+
+run-tf: setup setup-tf
+	$(BIN)/trainjobs run jobs/tf-mnist.yaml
 
 # The distributed example as Pulumi would register it, offline (mock runtime, no cluster).
 preview: setup

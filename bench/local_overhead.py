@@ -40,6 +40,8 @@ REPO = Path(__file__).resolve().parent.parent
 JOB = REPO / "jobs" / "chainermn-mnist.yaml"
 SCRIPT = REPO / "images" / "scripts" / "train_mnist.py"
 FIRST_ITERATION = "first iteration: "
+GOAL_SECONDS = 0.5
+"""`trainjobs run` reaches the first iteration at most this long after a bare `mpiexec`."""
 # Milestones in `trainjobs run` output, in order: (label, text the line contains).
 PHASES = [
     ("CLI started, graph built", "[trainjobs] running "),
@@ -80,6 +82,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=7)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--no-container", action="store_true", help="measure the process runtime alone"
+    )
     args = parser.parse_args()
 
     bin_dir = Path(sys.executable).parent
@@ -92,7 +97,7 @@ def main() -> int:
     runs: list[Trial] = []
     containers: list[Trial] = []
     bares: list[Trial] = []
-    engine = _engine()
+    engine = None if args.no_container else _engine()
     with tempfile.TemporaryDirectory(prefix="trainjobs-bench-") as scratch:
         if engine is not None:
             # Not timed: builds what the container runs need (nothing when current).
@@ -114,7 +119,7 @@ def main() -> int:
     run_median = statistics.median(t.to_first_iteration for t in runs)
     bare_median = statistics.median(t.to_first_iteration for t in bares)
     report = render(args.trials, runs, bares, run_median, bare_median)
-    report += render_containers(containers, run_median, bare_median, engine)
+    report += render_containers(containers, run_median, bare_median, engine, args.no_container)
     args.out.write_text(report, encoding="utf-8")
     print(report)
     return 0
@@ -134,12 +139,17 @@ def _engine() -> str | None:
 
 
 def render_containers(
-    containers: list[Trial], run_median: float, bare_median: float, engine: str | None
+    containers: list[Trial],
+    run_median: float,
+    bare_median: float,
+    engine: str | None,
+    skipped: bool = False,
 ) -> str:
     """The container runtime's section: against the process runtime and a bare mpiexec."""
     lines = ["", "### `--runtime container`", ""]
     if not containers:
-        return "\n".join([*lines, "Not measured: no container engine answers here.", ""])
+        why = "`--no-container`" if skipped else "no container engine answers here"
+        return "\n".join([*lines, f"Not measured in this run ({why}).", ""])
     median = statistics.median(t.to_first_iteration for t in containers)
     phase = {label: statistics.median(t.phases[label] for t in containers) for label, _ in PHASES}
     cli, pods, ranks, _ = (phase[label] for label, _ in PHASES)
@@ -193,7 +203,7 @@ def render(
         f"{statistics.median(t.total for t in bares):.2f} s |",
         "",
         f"**Overhead: {overhead:+.2f} s (ratio {run_median / bare_median:.2f}x)**; "
-        f"goal: under 1.5 s ({'met' if overhead < 1.5 else 'NOT met'}).",
+        f"goal: at most +{GOAL_SECONDS} s ({'met' if overhead <= GOAL_SECONDS else 'NOT met'}).",
         "",
         "Where `trainjobs run` spends its start-up (median time since the command started):",
         "",

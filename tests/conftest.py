@@ -46,6 +46,41 @@ MINIMAL_JOB: dict[str, Any] = {
 }
 
 
+SERIAL = (
+    "tests/local/",
+    "tests/engines/test_engines.py",
+    "tests/images/test_build.py",
+    "tests/kinds/chainer/test_mpi_plumbing.py",
+    "tests/test_hostile_input.py::test_every_command_answers_hostile_arguments_in_one_line",
+)
+"""Tests that start pods (network namespaces, processes as root), containers or MPI ranks.
+`make test` runs the suite on every core with pytest-xdist (``--dist loadgroup``); these form
+one group that a single worker runs one after another, as they would run alone, while the
+pure tests spread over the workers (:func:`pytest_xdist_make_scheduler`)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.startswith(SERIAL):
+            item.add_marker(pytest.mark.serial)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` with :data:`SERIAL` as its one group. pytest-xdist 3.8 groups
+    by renaming test ids (``<id>@<group>``), which pytest 9 no longer lets a plugin do, so
+    each serial test would land on any worker; the scheduler groups them itself instead."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SerialGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "serial" if nodeid.startswith(SERIAL) else nodeid
+
+    return SerialGroup(config, log)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_run_records(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Local runs of this test session keep their ledgers apart (the runs of other sessions

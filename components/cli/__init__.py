@@ -12,50 +12,93 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
+
+    Register = Callable[[argparse._SubParsersAction], None]
+
+COMMANDS = {
+    "validate": "jobs",
+    "render": "jobs",
+    "preview": "preview",
+    "crds": "crds",
+    "diff": "diff",
+    "watch": "watch",
+    "status": "watch",
+    "run": "run",
+    "clean": "run",
+    "runs": "history",
+    "logs": "history",
+    "preflight": "preflight",
+    "dockerfiles": "images",
+    "images": "images",
+}
+"""Each subcommand -> the group that registers it. A command imports its group's module
+alone (`trainjobs run` never loads Pulumi, the image catalogue's renderer or the cluster
+client); help and mistakes in the command's name load every group, to list them all."""
+GROUPS = ("jobs", "preview", "crds", "diff", "watch", "run", "history", "preflight", "images")
+"""The order in which `trainjobs --help` lists the groups' commands."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _register(group: str) -> Register:
+    """The function that registers ``group``'s subcommands, its module imported now."""
+    if group in ("jobs", "crds"):
+        from trainjobs.cli import jobs
+
+        return jobs.register if group == "jobs" else jobs.register_crds
+    if group in ("preview", "diff"):
+        from trainjobs.cli import review
+
+        return review.register_preview if group == "preview" else review.register_diff
+    if group == "watch":
+        from trainjobs.cli import watch
+
+        return watch.register
+    if group == "run":
+        from trainjobs.cli import run
+
+        return run.register
+    if group == "history":
+        from trainjobs.cli import history
+
+        return history.register
+    if group == "preflight":
+        from trainjobs.cli import preflight
+
+        return preflight.register
+    from trainjobs.cli import images
+
+    return images.register
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser for ``command`` alone (one of :data:`COMMANDS`), or for every command."""
     import argparse
-
-    # Imported here so `trainjobs --help` stays fast: each module imports its own work lazily.
-    from trainjobs.cli import history, images, jobs, preflight, review, run, watch
 
     parser = argparse.ArgumentParser(
         prog="trainjobs",
         description="Distributed training jobs on Kubernetes as Pulumi infrastructure as code.",
     )
     subcommands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for register in (
-        jobs.register,
-        review.register_preview,
-        jobs.register_crds,
-        review.register_diff,
-        watch.register,
-        run.register,
-        history.register,
-        preflight.register,
-        images.register,
-    ):
-        register(subcommands)
+    for group in (COMMANDS[command],) if command in COMMANDS else GROUPS:
+        _register(group)(subcommands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        return _run(argv)
+        return _run(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
 
 
-def _run(argv: Sequence[str] | None) -> int:
+def _run(arguments: list[str]) -> int:
     from trainjobs.cli.pipes import ReaderMayLeave
     from trainjobs.core.errors import UserError
     from trainjobs.core.terminal import escape
 
-    args = build_parser().parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # for run records
+    args = build_parser(arguments[0] if arguments else None).parse_args(arguments)
+    args.argv = arguments  # for run records
     stdout = sys.stdout
     sys.stdout = ReaderMayLeave(stdout)
     try:

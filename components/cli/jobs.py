@@ -5,14 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trainjobs.core.errors import SpecError
 from trainjobs.core.gang import GANG_SCHEDULERS
 from trainjobs.core.graph import DEFAULT_KUBECTL_IMAGE, MPI_TRANSPORTS, GraphOptions
-from trainjobs.core.job_document import namespace_problems
-from trainjobs.core.manifests import prepare_output_dir, write_manifests
-from trainjobs.kinds import crds
-from trainjobs.kinds.registry import JobDefinition, load_job
+
+if TYPE_CHECKING:
+    from trainjobs.kinds.registry import JobDefinition
+
+# The spec models (pydantic), YAML and the registry are imported by the handlers that use
+# them: `trainjobs run --help` and argument errors never load them.
 
 
 def report_warnings(source: str | Path, job: JobDefinition) -> None:
@@ -22,6 +25,8 @@ def report_warnings(source: str | Path, job: JobDefinition) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from trainjobs.kinds.registry import load_job
+
     failures = []
     for path in args.files:
         try:
@@ -38,6 +43,9 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace) -> int:
+    from trainjobs.core.manifests import prepare_output_dir, write_manifests
+    from trainjobs.kinds.registry import load_job
+
     options = GraphOptions(
         kubectl_image=args.kubectl_image,
         gang_scheduler=args.gang_scheduler,
@@ -53,6 +61,8 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def _crds(args: argparse.Namespace) -> int:
+    from trainjobs.kinds import crds  # the CRDs' models and schema generation: this command only
+
     for path in crds.write(args.out):
         print(path)
     return 0
@@ -64,6 +74,8 @@ def _directory(value: str) -> Path:
 
 def namespace_argument(value: str) -> str:
     """``--namespace``: a DNS-1123 label, as the API server requires of a namespace."""
+    from trainjobs.core.job_document import namespace_problems
+
     problems = namespace_problems(value, "--namespace")
     if problems:
         raise argparse.ArgumentTypeError(problems[0].message)

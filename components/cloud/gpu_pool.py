@@ -10,6 +10,7 @@ from trainjobs.cloud.device_plugin import device_plugin_daemonset
 from trainjobs.cloud.node_pool import DATA_DEVICE, GpuNodePoolConfig
 from trainjobs.cloud.scheduling import GPU_TAINT_KEY, POOL_LABEL, SchedulingProfile
 from trainjobs.core.errors import ConfigError, UserError
+from trainjobs.core.extras import import_extra
 
 
 class GpuNodePool(pulumi.ComponentResource):
@@ -33,7 +34,8 @@ class GpuNodePool(pulumi.ComponentResource):
         self, config: GpuNodePoolConfig, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("trainjobs:index:GpuNodePool", config.name, None, opts)
-        import pulumi_aws as aws  # the AWS SDK is large: load it only for infrastructure
+        # The AWS SDK is large and an extra: load it only for infrastructure.
+        aws = import_extra("pulumi_aws", "a GPU node pool")
         import pulumi_kubernetes as k8s
 
         child = pulumi.ResourceOptions(parent=self)

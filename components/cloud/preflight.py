@@ -21,6 +21,7 @@ from typing import Any
 
 from trainjobs.cloud.scheduling import GpuPod, SchedulingProfile, gpu_pods, pod_template
 from trainjobs.core.errors import Problem, UserError
+from trainjobs.core.extras import import_extra
 from trainjobs.core.graph import Graph
 from trainjobs.core.pod_template import GPU_RESOURCE
 
@@ -136,8 +137,8 @@ class AwsClients:
     environment and shared config), one per service and region."""
 
     def __init__(self, session: Any = None, stack_region: str | None = None) -> None:
-        import boto3  # botocore is slow to import; only pre-flight needs it
-
+        # botocore is slow to import and an extra: only pre-flight needs it.
+        boto3 = import_extra("boto3", "`trainjobs preflight`")
         if session is None:
             # The AWS CLI reads AWS_REGION before AWS_DEFAULT_REGION and the profile's region;
             # botocore reads only those two (botocore/configprovider.py, "region"). The
@@ -166,6 +167,7 @@ class AwsClients:
 
 def run_checks(settings: PreflightSettings, aws: AwsClients | Any = None) -> list[CheckResult]:
     """Run every check; raises :class:`UserError` when AWS cannot be reached at all."""
+    import_extra("botocore", "`trainjobs preflight`")  # one line, not an ImportError, if absent
     from botocore.exceptions import (
         ClientError,
         EndpointConnectionError,

@@ -15,13 +15,15 @@ import difflib
 import json
 from collections.abc import Iterable
 from functools import cache
-from typing import Any
-
-import jsonschema
-import kubernetes_validate.utils
-from referencing import Registry, Resource
+from typing import TYPE_CHECKING, Any
 
 from trainjobs.core.errors import Problem
+
+if TYPE_CHECKING:
+    import jsonschema
+
+# jsonschema, referencing and kubernetes-validate load on the first check (about 0.2 s): a
+# command that checks no template (`trainjobs run --help`, `status`) never pays for them.
 
 _TYPE_NAMES = {
     "array": "a list",
@@ -34,13 +36,20 @@ _TYPE_NAMES = {
 _INT_RANGES = {"int32": 32, "int64": 64}
 
 
+@cache
 def kubernetes_version() -> str:
     """The Kubernetes version whose schema templates are checked against."""
+    import kubernetes_validate.utils
+
     return str(kubernetes_validate.utils.latest_version())
 
 
 @cache
 def _validator() -> jsonschema.protocols.Validator:
+    import jsonschema
+    import kubernetes_validate.utils
+    from referencing import Registry, Resource
+
     version = kubernetes_version()
     directory = f"kubernetes-json-schema/v{version}-local-strict"
     schema = kubernetes_validate.utils.schema_contents(
@@ -69,10 +78,60 @@ def check_template_types(
     template: Any, path: str, problems: list[Problem], warnings: list[Problem]
 ) -> None:
     """Append a problem per schema violation of ``template`` (a PodTemplateSpec at ``path``)
-    and a warning per field the schema does not know."""
-    errors = sorted(_validator().iter_errors(template), key=lambda e: _where(path, e.absolute_path))
+    and a warning per field the schema does not know.
+
+    Checked once per content: the templates of many replicas or many jobs are often the same,
+    and the schema's answer depends on nothing else (``path`` only prefixes the field paths).
+    """
+    key = _content(template)
+    found = _CHECKED.get(key) if key is not None else None
+    if found is None:
+        found = _type_problems(template)
+        if key is not None:
+            if len(_CHECKED) >= _CHECKED_MAX:
+                _CHECKED.clear()
+            _CHECKED[key] = found
+    problems += [Problem(f"{path}{where}", message) for where, message in found[0]]
+    warnings += [Problem(f"{path}{where}", message) for where, message in found[1]]
+
+
+Found = tuple[tuple[str, str], ...]
+"""(field path below the template, message) pairs."""
+
+_CHECKED: dict[str, tuple[Found, Found]] = {}
+"""Problems and warnings by template content (see :func:`_content`)."""
+_CHECKED_MAX = 256
+
+
+def _content(template: Any) -> str | None:
+    """The template's canonical JSON; None when JSON would change it (a mapping key that is
+    not a string: ``true`` and ``"true"`` are different keys), which is then checked every
+    time."""
+    if not _string_keys(template):
+        return None
+    return json.dumps(template, sort_keys=True)
+
+
+def _string_keys(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if not all(isinstance(key, str) for key in item):
+                return False
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
+
+
+def _type_problems(template: Any) -> tuple[Found, Found]:
+    """Problems and warnings of ``template``, each with its field path relative to it."""
+    problems: list[Problem] = []
+    warnings: list[Problem] = []
+    errors = sorted(_validator().iter_errors(template), key=lambda e: _where("", e.absolute_path))
     for error in errors:
-        where = _where(path, error.absolute_path)
+        where = _where("", error.absolute_path)
         if error.validator == "additionalProperties":
             warnings.extend(_unknown_fields(error, where))
         elif error.validator == "required":
@@ -84,6 +143,10 @@ def check_template_types(
             ]
         else:
             problems.append(Problem(where, _message(error)))
+    return (
+        tuple((p.path, p.message) for p in problems),
+        tuple((w.path, w.message) for w in warnings),
+    )
 
 
 def _where(path: str, parts: Iterable[Any]) -> str:

@@ -63,39 +63,27 @@ _Resolver.yaml_implicit_resolvers = {
 }
 
 
-class _Loader(
-    yaml.reader.Reader,
-    yaml.scanner.Scanner,
-    yaml.parser.Parser,
-    yaml.composer.Composer,
-    yaml.constructor.SafeConstructor,
-    _Resolver,
-):
-    def __init__(self, stream: str) -> None:
-        yaml.reader.Reader.__init__(self, stream)
-        yaml.scanner.Scanner.__init__(self)
-        yaml.parser.Parser.__init__(self)
-        yaml.composer.Composer.__init__(self)
-        yaml.constructor.SafeConstructor.__init__(self)
-        _Resolver.__init__(self)
-        self._depth = 0
+class _Checks:
+    """The bounds and refusals above, over whichever parser produces the events."""
+
+    _depth = 0
 
     def compose_node(self, parent: Node | None, index: Any) -> Node:
         # The composer recurses once per level: stop before Python's recursion limit does.
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
-                line = self.peek_event().start_mark.line + 1
+                line = self.peek_event().start_mark.line + 1  # type: ignore[attr-defined]
                 raise LimitExceeded(
                     f"line {line}: nested more than {MAX_DEPTH} levels deep; a job spec needs "
                     "far fewer"
                 )
-            return super().compose_node(parent, index)
+            return super().compose_node(parent, index)  # type: ignore[misc]
         finally:
             self._depth -= 1
 
     def compose_document(self) -> Node:
-        node = super().compose_document()
+        node = super().compose_document()  # type: ignore[misc]
         _check_expanded(node)
         return node
 
@@ -108,15 +96,57 @@ class _Loader(
                 "booleans, null, lists and mappings",
                 node.start_mark,
             )
-        return super().construct_object(node, deep)
+        return super().construct_object(node, deep)  # type: ignore[misc]
 
     def construct_mapping(self, node: Node, deep: bool = False) -> dict[Any, Any]:
         if isinstance(node, MappingNode):
             _check_duplicate_keys(self, node)
-        return super().construct_mapping(node, deep)
+        return super().construct_mapping(node, deep)  # type: ignore[misc]
 
 
-def _check_duplicate_keys(loader: _Loader, node: MappingNode) -> None:
+class _Loader(
+    _Checks,
+    yaml.reader.Reader,
+    yaml.scanner.Scanner,
+    yaml.parser.Parser,
+    yaml.composer.Composer,
+    yaml.constructor.SafeConstructor,
+    _Resolver,
+):
+    """PyYAML in pure Python: its error messages are the ones users see."""
+
+    def __init__(self, stream: str) -> None:
+        yaml.reader.Reader.__init__(self, stream)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+        yaml.composer.Composer.__init__(self)
+        yaml.constructor.SafeConstructor.__init__(self)
+        _Resolver.__init__(self)
+
+
+_CParser: Any = getattr(getattr(yaml, "_yaml", None), "CParser", None)
+"""libyaml's scanner and parser (PyYAML's C extension), when PyYAML was built with it."""
+
+if _CParser is not None:
+
+    class _FastLoader(
+        _Checks,
+        yaml.composer.Composer,  # before CParser: nodes are composed, and checked, in Python
+        _CParser,
+        yaml.constructor.SafeConstructor,
+        _Resolver,
+    ):
+        """libyaml's events (about ten times faster than PyYAML's pure-Python scanner and
+        parser), composed and constructed in Python with every check of :class:`_Checks`."""
+
+        def __init__(self, stream: str) -> None:
+            _CParser.__init__(self, stream)
+            yaml.composer.Composer.__init__(self)
+            yaml.constructor.SafeConstructor.__init__(self)
+            _Resolver.__init__(self)
+
+
+def _check_duplicate_keys(loader: Any, node: MappingNode) -> None:
     first: dict[Any, tuple[int, Node]] = {}
     for key_node, value_node in node.value:
         if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, ScalarNode):
@@ -190,8 +220,20 @@ def _check_expanded(root: Node | None) -> None:
 
 
 def load_all(text: str) -> list[Any]:
-    """Every document of ``text``; raises :class:`LimitExceeded` or ``yaml.YAMLError``."""
-    loader = _Loader(text)
+    """Every document of ``text``; raises :class:`LimitExceeded` or ``yaml.YAMLError``.
+
+    libyaml parses when it is there; a text it refuses is parsed again in pure Python, whose
+    messages are the ones users (and the tests) see.
+    """
+    if _CParser is not None:
+        try:
+            return _documents(_FastLoader(text))
+        except yaml.YAMLError:
+            pass
+    return _documents(_Loader(text))
+
+
+def _documents(loader: Any) -> list[Any]:
     try:
         documents = []
         while loader.check_data():

@@ -199,6 +199,7 @@ IMAGES: dict[str, Image] = {
             files=(ImageFile(path="/train_pytorch.py", source="images/scripts/train_pytorch.py"),),
             env=_PYTHON_ENV,
             entrypoint=("python3", "/train_pytorch.py"),
+            local_setup="make setup-pytorch",
             build=ImageBuild(
                 directory="pytorch-cpu",
                 apt_snapshot=_APT_SNAPSHOT,
@@ -222,6 +223,7 @@ IMAGES: dict[str, Image] = {
             entrypoint=("python3", "/train_tensorflow.py"),
             # TensorFlow needs NumPy 2, which Chainer cannot share: its own virtualenv.
             local_environment=".venv-tensorflow",
+            local_setup="make setup-tf",
             build=ImageBuild(
                 directory="tensorflow-cpu",
                 apt_snapshot=_APT_SNAPSHOT,

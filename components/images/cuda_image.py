@@ -19,6 +19,7 @@ import pulumi
 
 from trainjobs.cloud.preflight import EcrImage
 from trainjobs.core.errors import UserError
+from trainjobs.core.extras import import_extra
 from trainjobs.images.build_context import IMAGES_DIR
 from trainjobs.images.catalogue import IMAGES
 from trainjobs.images.declarations import Image
@@ -99,8 +100,9 @@ class CudaImage(pulumi.ComponentResource):
         self.register_outputs({"ref": self.ref, "digest": self.digest, "tag": self.tag})
 
     def _build(self, name: str, declaration: Image, build_on_preview: bool) -> None:
-        import pulumi_aws as aws  # large SDKs: loaded only when an image is declared
-        import pulumi_docker_build as docker_build
+        # Large SDKs and extras: loaded only when an image is declared.
+        aws = import_extra("pulumi_aws", "a CUDA image")
+        docker_build = import_extra("pulumi_docker_build", "building a CUDA image")
 
         child = pulumi.ResourceOptions(parent=self)
         self.repository = repository = aws.ecr.Repository(
@@ -117,7 +119,7 @@ class CudaImage(pulumi.ComponentResource):
         )
         tag = image_tag(declaration)
         # Platforms as their names: docker-build's Platform enum is a str enum of the same values.
-        self.image = image = docker_build.Image(  # type: ignore[call-overload]
+        self.image = image = docker_build.Image(
             name,
             context={"location": _relative(IMAGES_DIR)},
             dockerfile={"location": _relative(IMAGES_DIR / dockerfile_path(declaration))},
@@ -143,7 +145,7 @@ class CudaImage(pulumi.ComponentResource):
         self.tag = pulumi.Output.from_input(tag)
 
     def _resolve(self, image: EcrImage) -> None:
-        import pulumi_aws as aws
+        aws = import_extra("pulumi_aws", "a CUDA image")
 
         registry = image.reference.split("/", 1)[0]
         if image.digest is not None:

@@ -226,6 +226,11 @@ class Image(_Declaration):
         description="The virtualenv (relative to the repository) whose Python runs this "
         "image's containers in local runs; None: the one running trainjobs (.venv).",
     )
+    local_setup: str = Field(
+        default="make setup",
+        description="The command that installs this image's Python packages for local runs "
+        "(the core, or the extra its example needs).",
+    )
     entrypoint: tuple[str, ...] = Field(
         default=(),
         description="The image's ENTRYPOINT: what a container without a command runs.",

@@ -9,18 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainjobs.core.documents import load_file
 from trainjobs.core.errors import Problem, SpecError
 from trainjobs.core.graph import Graph, GraphOptions
 from trainjobs.core.jobset import QUEUE_LABEL, is_queued
-from trainjobs.core.replica_graph import as_queued, build_replica_graph
-from trainjobs.core.replica_spec import ReplicaJobPlan
-from trainjobs.kinds.chainer import graph as chainer_graph
-from trainjobs.kinds.chainer import spec as chainer_spec
-from trainjobs.kinds.pytorch import spec as pytorch_spec
-from trainjobs.kinds.tensorflow import spec as tensorflow_spec
+
+if TYPE_CHECKING:
+    from trainjobs.core.replica_spec import ReplicaJobPlan
 
 
 @dataclass(frozen=True)
@@ -80,6 +77,9 @@ class JobDefinition:
 def _chainer(
     document: dict[str, Any], source: str, namespace: str, options: GraphOptions
 ) -> JobDefinition:
+    from trainjobs.kinds.chainer import graph as chainer_graph
+    from trainjobs.kinds.chainer import spec as chainer_spec
+
     plan = chainer_spec.parse(document, source, namespace)
     if is_queued(plan.labels):
         raise SpecError(
@@ -109,6 +109,8 @@ def _chainer(
 
 
 def _replica_definition(plan: ReplicaJobPlan) -> JobDefinition:
+    from trainjobs.core.replica_graph import as_queued, build_replica_graph
+
     plan = as_queued(plan)
     queued = is_queued(plan.labels)
     deciding = {
@@ -149,13 +151,27 @@ def _replica_definition(plan: ReplicaJobPlan) -> JobDefinition:
     )
 
 
+def _tensorflow(
+    document: dict[str, Any], source: str, namespace: str, options: GraphOptions
+) -> JobDefinition:
+    from trainjobs.kinds.tensorflow import spec as tensorflow_spec
+
+    return _replica_definition(tensorflow_spec.parse(document, source, namespace, options))
+
+
+def _pytorch(
+    document: dict[str, Any], source: str, namespace: str, options: GraphOptions
+) -> JobDefinition:
+    from trainjobs.kinds.pytorch import spec as pytorch_spec
+
+    return _replica_definition(pytorch_spec.parse(document, source, namespace, options))
+
+
 Parser = Callable[[dict[str, Any], str, str, GraphOptions], JobDefinition]
 
-KINDS: dict[str, Parser] = {
-    chainer_spec.KIND: _chainer,
-    tensorflow_spec.KIND: lambda d, s, n, o: _replica_definition(tensorflow_spec.parse(d, s, n, o)),
-    pytorch_spec.KIND: lambda d, s, n, o: _replica_definition(pytorch_spec.parse(d, s, n, o)),
-}
+KINDS: dict[str, Parser] = {"ChainerJob": _chainer, "TFJob": _tensorflow, "PyTorchJob": _pytorch}
+"""Each kind's parser; a kind's spec models (pydantic classes, costly to build) are imported
+when a spec of that kind is parsed, not for every command."""
 
 
 def parse_job(

@@ -181,7 +181,7 @@ def _check_images(plan: ClusterPlan, aliases: dict[str, str]) -> None:
                     raise UserError(
                         f"image {image.reference} needs {requirement} in the Python that runs "
                         f"its containers locally ({image.local_bin}), which {have}: run "
-                        "`make setup`"
+                        f"`{image.local_setup}`"
                     )
 
 

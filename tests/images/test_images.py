@@ -493,12 +493,18 @@ PINS_THAT_DIFFER_ON_PURPOSE = {"trainjobs/pytorch:2.13.0-cpu: setuptools==80.9.0
 BOOTSTRAP_ONLY = {"pip", "setuptools", "wheel"}
 
 
-LOCAL_REQUIREMENTS = {None: "requirements.txt", ".venv-tensorflow": "requirements-tensorflow.txt"}
+# .venv is the core pins plus the PyTorch extra's (`make setup-pytorch`), each its own file.
+LOCAL_REQUIREMENTS = {
+    None: ("requirements.txt", "requirements-pytorch.txt"),
+    ".venv-tensorflow": ("requirements-tensorflow.txt",),
+}
 
 
 def requirements_of(image: Image) -> dict[str, str]:
-    """The pins of the requirements file that builds the image's local environment."""
-    text = (REPO / LOCAL_REQUIREMENTS[image.local_environment]).read_text()
+    """The pins of the requirements files that build the image's local environment."""
+    text = "\n".join(
+        (REPO / name).read_text() for name in LOCAL_REQUIREMENTS[image.local_environment]
+    )
     pins = [
         line.split()[0].partition("==")
         for line in text.splitlines()

@@ -341,6 +341,25 @@ def test_an_image_whose_pinned_package_is_not_installed_is_refused(
     assert not (tmp_path / "run").exists()
 
 
+def test_a_missing_extra_names_the_make_target_that_installs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytorch = catalogue.IMAGES["trainjobs/pytorch:2.13.0-cpu"]
+    absent = pytorch.model_copy(update={"python_packages": ("absent-package==1.0",)})
+    monkeypatch.setitem(catalogue.IMAGES, pytorch.reference, absent)
+
+    def on_pytorch(document: dict[str, Any]) -> None:
+        master_container(document)["image"] = pytorch.reference
+
+    job = write_job(tmp_path / "job.yaml", SINGLE, on_pytorch)
+    assert main(["run", str(job), "--run-dir", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err == (
+        "error: image trainjobs/pytorch:2.13.0-cpu needs absent-package==1.0 in the Python that "
+        f"runs its containers locally ({Path(sys.executable).parent}), which does not have it: "
+        "run `make setup-pytorch`\n"
+    )
+
+
 @needs_open_mpi
 def test_map_image_runs_an_undeclared_image_as_a_declared_one(tmp_path: Path) -> None:
     def own_image_few_epochs(document: dict[str, Any]) -> None:
@@ -365,14 +384,19 @@ def test_every_declared_image_file_exists_in_the_repository() -> None:
 
 
 def test_declared_python_packages_are_pinned_identically_in_requirements() -> None:
-    files = {None: "requirements.txt", ".venv-tensorflow": "requirements-tensorflow.txt"}
+    # .venv is the core pins plus the PyTorch extra's (`make setup-pytorch`).
+    files = {
+        None: ("requirements.txt", "requirements-pytorch.txt"),
+        ".venv-tensorflow": ("requirements-tensorflow.txt",),
+    }
     pins = {
         environment: {
             line.split()[0]
+            for name in names
             for line in (REPO / name).read_text(encoding="utf-8").splitlines()
             if "==" in line and not line.startswith("#")
         }
-        for environment, name in files.items()
+        for environment, names in files.items()
     }
     missing = {
         f"{image.reference}: {pin}"

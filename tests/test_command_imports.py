@@ -1,0 +1,86 @@
+"""Each command imports what it uses: `trainjobs validate` and `run` load no Pulumi SDK, no
+AWS SDK, no Kubernetes client, and no other kind's models; `run --help` not even the spec
+models or the schema validator. Checked in a fresh interpreter, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import REPO
+
+CLOUD = {"pulumi", "pulumi_kubernetes", "pulumi_tls", "pulumi_aws", "boto3", "botocore"}
+CLUSTER_CLIENT = {"kubernetes"}
+SPEC_MODELS = {"pydantic", "yaml", "jsonschema", "kubernetes_validate"}
+OTHER_KINDS = {
+    "trainjobs.kinds.pytorch.spec",
+    "trainjobs.kinds.tensorflow.spec",
+    "trainjobs.core.replica_spec",
+}
+OTHER_COMMANDS = {
+    "trainjobs.cli.images",
+    "trainjobs.cli.preflight",
+    "trainjobs.cli.review",
+    "trainjobs.cli.watch",
+    "trainjobs.kinds.crds",
+    "trainjobs.images.dockerfiles",
+}
+WATCHED = CLOUD | CLUSTER_CLIENT | SPEC_MODELS | OTHER_KINDS | OTHER_COMMANDS
+
+RUN_COMMAND = """
+import json, sys
+from trainjobs.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(json.dumps(sorted(set(sys.modules) & set(json.loads(sys.stdin.read())))))
+"""
+
+
+def loaded(code: str, *arguments: str) -> set[str]:
+    """Which of :data:`WATCHED` a fresh interpreter has imported after ``code``."""
+    done = subprocess.run(
+        [sys.executable, "-c", code, *arguments],
+        input=json.dumps(sorted(WATCHED)),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+    )
+    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_validate_of_a_chainerjob_loads_its_models_and_the_schema_alone():
+    found = loaded(RUN_COMMAND, "validate", "jobs/chainermn-mnist.yaml")
+    assert found == SPEC_MODELS
+
+
+def test_run_help_loads_no_models_no_schema_and_no_sdk():
+    assert loaded(RUN_COMMAND, "run", "--help") == set()
+
+
+def test_the_run_path_loads_no_sdk_no_cluster_client_and_no_other_kind():
+    code = """
+import json, sys
+import trainjobs.cli, trainjobs.cli.run, trainjobs.local.runtime
+from trainjobs.kinds.registry import load_job
+load_job("jobs/chainermn-mnist.yaml")
+print(json.dumps(sorted(set(sys.modules) & set(json.loads(sys.stdin.read())))))
+"""
+    assert loaded(code) == SPEC_MODELS
+
+
+def test_every_kind_validates_when_named():
+    found = loaded(RUN_COMMAND, "validate", "jobs/tf-mnist.yaml", "jobs/pytorch-mnist.yaml")
+    assert found == SPEC_MODELS | OTHER_KINDS
+
+
+def test_the_registry_names_each_kind_as_its_models_do():
+    from trainjobs.kinds.chainer import spec as chainer_spec
+    from trainjobs.kinds.pytorch import spec as pytorch_spec
+    from trainjobs.kinds.registry import KINDS
+    from trainjobs.kinds.tensorflow import spec as tensorflow_spec
+
+    assert list(KINDS) == [chainer_spec.KIND, tensorflow_spec.KIND, pytorch_spec.KIND]
