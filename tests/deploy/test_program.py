@@ -681,9 +681,9 @@ def test_preflight_reads_the_pool_of_the_infra_stack_as_of_the_config(tmp_path, 
         "trainjobs:job": "jobs/chainermn-gpu.yaml",
         "trainjobs:gpuPool": infra_outputs["schedulingProfiles"]["a100"],
     }
-    from_reference = _settings_for_stack(
+    from_reference, _ = _settings_for_stack(
         "test", gpu_job_project(tmp_path / "a", config, references)
     )
-    by_hand = _settings_for_stack("test", gpu_job_project(tmp_path / "b", copied, None))
+    by_hand, _ = _settings_for_stack("test", gpu_job_project(tmp_path / "b", copied, None))
     assert from_reference == by_hand
     assert from_reference.instance_types == ("p4d.24xlarge",)

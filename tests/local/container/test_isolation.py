@@ -22,6 +22,7 @@ import pytest
 from tests.local.container.test_runtime import CONTAINER, ENGINE, left_by, single_pod, write_job
 from tests.local.runs import Run
 from trainjobs.cli import main
+from trainjobs.local.files import read_log
 
 IMAGE = "trainjobs/chainer:7.8.1"
 needs_image = pytest.mark.skipif(
@@ -131,9 +132,9 @@ def test_the_specs_env_reaches_the_container_never_the_engine_client(tmp_path: P
 
     Run(write_job(tmp_path / "job.yaml", job), tmp_path / "run", *CONTAINER, on_line=inspect_client)
 
-    assert (tmp_path / "run" / "logs" / "envprobe-master-0.log").read_text() == (
-        f"in the container: {marker}\n"
-    )
+    assert read_log(tmp_path / "run" / "logs" / "envprobe-master-0.log") == [
+        f"in the container: {marker}"
+    ]
     assert len(client_environments) == 1
     assert marker.encode() not in client_environments[0]
     assert b"PROBE_VALUE" not in client_environments[0]
