@@ -21,9 +21,18 @@ from trainjobs.core.terminal import escape
 def _cluster_arguments(parser: argparse.ArgumentParser) -> None:
     # Checked as the API server checks it: it is a segment of every request's path.
     parser.add_argument(
-        "-n", "--namespace", default="default", metavar="NS", type=namespace_argument
+        "-n",
+        "--namespace",
+        default="default",
+        metavar="NS",
+        type=namespace_argument,
+        help="the namespace of the jobs (default: default)",
     )
-    parser.add_argument("--kubeconfig", metavar="FILE", help="instead of $KUBECONFIG")
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="the kubeconfig (default: $KUBECONFIG, else ~/.kube/config, else in-cluster)",
+    )
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
     parser.add_argument(
         "--connect-timeout",
@@ -56,7 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--timeout",
         default="24h",
-        help="stop watching after this long (24h, 90m, 30s or seconds); the job keeps running",
+        metavar="DURATION",
+        help="stop watching after this long (24h, 90m, 30s or seconds); the job keeps "
+        "running (default 24h)",
     )
     parser.add_argument(
         "--worker",
@@ -64,14 +75,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=[],
         metavar="KIND/NAME",
         help="explicit form: a workload to stop when the Job NAME ends, statefulset/NAME or "
-        "job/NAME (repeatable)",
+        "job/NAME (repeatable; default: none)",
     )
     parser.add_argument(
         "--selector",
         metavar="LABELS",
         help="explicit form: labels of the Job NAME and its job/ workers, e.g. "
         "training.kubeflow.org/job-name=JOB: they are watched together, and a failed "
-        "job/ worker fails the whole job at once (Kubeflow semantics)",
+        "job/ worker fails the whole job at once (Kubeflow semantics; default: none)",
     )
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
     _cluster_arguments(parser)
