@@ -22,6 +22,7 @@ from trainjobs.core.terminal import escape
 
 if TYPE_CHECKING:
     from trainjobs.cluster.discovery import JobState
+    from trainjobs.cluster.logs import LogFollower
 
 
 def _cluster_arguments(parser: argparse.ArgumentParser) -> None:
@@ -90,7 +91,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "training.kubeflow.org/job-name=JOB: they are watched together, and a failed "
         "job/ worker fails the whole job at once (Kubeflow semantics; default: none)",
     )
-    parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    parser.add_argument(
+        "--logs",
+        action="store_true",
+        help="stream the log of the pod that decides the job (its chief, master or launcher) "
+        "as it runs, as kubectl logs -f, each line as [POD] LINE, following a restarted or "
+        "replaced pod; on stdout, or stderr with --json (default: off)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the outcome as JSON (default: text)"
+    )
     _cluster_arguments(parser)
     parser.set_defaults(handler=watch_command)
 
@@ -173,11 +183,13 @@ def watch_command(args: argparse.Namespace) -> int:
     resume = (
         f"run `trainjobs watch {args.name} --namespace {args.namespace}` again to keep watching"
     )
+    logs = _Logs(args, api, timeout, retry)
     try:
         if workers or selector is not None:
+            logs.follow(args.name)
             outcome = _watch_explicit(args, api, workers, selector, timeout, retry, resume)
         else:
-            outcome = _watch_by_name(args, api, timeout, retry, resume)
+            outcome = _watch_by_name(args, api, timeout, retry, resume, logs)
     except JobWatchTimeout as timed_out:
         if args.json:
             print(json.dumps(timed_out.to_json(), indent=2))
@@ -185,6 +197,7 @@ def watch_command(args: argparse.Namespace) -> int:
             _report(str(timed_out), error=True)
         return 1
     finally:
+        logs.finish()
         api.close()
     ok = outcome.succeeded and outcome.workers_scaled_down
     if args.json:
@@ -192,6 +205,37 @@ def watch_command(args: argparse.Namespace) -> int:
     else:
         _report(outcome.describe(), error=not ok)
     return 0 if ok else 1
+
+
+class _Logs:
+    """`watch --logs`: the deciding pod's log, followed while the job is watched."""
+
+    def __init__(
+        self, args: argparse.Namespace, api: Any, timeout: float, retry: RetryPolicy
+    ) -> None:
+        self.args, self.api, self.timeout, self.retry = args, api, timeout, retry
+        self.follower: LogFollower | None = None
+
+    def follow(self, job_name: str) -> None:
+        """Follow the log of Job ``job_name``'s pods, when --logs asks for it."""
+        from trainjobs.cluster.logs import LogFollower
+
+        if not self.args.logs:
+            return
+        # With --json, stdout carries the outcome alone.
+        stream = sys.stderr if self.args.json else sys.stdout
+        self.follower = LogFollower(
+            self.api,
+            self.args.namespace,
+            job_name,
+            lambda line: print(line, file=stream, flush=True),
+            timeout_seconds=self.timeout,
+            retry=self.retry,
+        ).start()
+
+    def finish(self) -> None:
+        if self.follower is not None:
+            self.follower.finish()
 
 
 def _watch_explicit(
@@ -225,7 +269,12 @@ def _watch_explicit(
 
 
 def _watch_by_name(
-    args: argparse.Namespace, api: Any, timeout: float, retry: RetryPolicy, resume: str
+    args: argparse.Namespace,
+    api: Any,
+    timeout: float,
+    retry: RetryPolicy,
+    resume: str,
+    logs: _Logs,
 ) -> Outcome:
     """The training job called NAME; else a Job called NAME (the explicit form without
     workers, as `trainjobs watch MASTER` always worked); else an error naming the jobs."""
@@ -239,11 +288,13 @@ def _watch_by_name(
             f"{len(target.jobs)} Job(s), {len(target.workers)} worker workload(s), "
             f"cleanPodPolicy {target.clean_pod_policy}"
         )
+        logs.follow(target.rules.master)
         options = WatchOptions(
             timeout_seconds=timeout, report=_stderr, resume_hint=resume, retry=retry
         )
         return see_through(api, target, options=options)
     if job_exists(api, args.namespace, args.name, retry=retry):
+        logs.follow(args.name)
         return run_watch(
             api,
             args.namespace,
