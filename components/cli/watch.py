@@ -106,7 +106,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     status = subparsers.add_parser(
         "status",
-        help="list the training jobs of a namespace with their phase",
+        help="list the training jobs of a namespace with their phase, duration and age",
         description=(
             "One line per training job trainjobs deployed in the namespace (or only JOB): "
             "its kind, its phase (Pending, Running, Suspended, Succeeded, Failed, Missing) "
@@ -326,6 +326,11 @@ def status_command(args: argparse.Namespace) -> int:
 
     retry = _retry(args, "status")
     limit = None
+    if args.timeout is not None and not args.watch:
+        raise UserError(
+            f"--timeout {args.timeout}: only a watch has a timeout; add --watch, e.g. "
+            "`trainjobs status --watch --timeout 1h`"
+        )
     if args.timeout is not None:
         limit = parse_duration(
             args.timeout, key="--timeout", fix="trainjobs status --watch --timeout 1h"

@@ -167,3 +167,11 @@ def test_a_suspended_job_has_an_age_and_no_duration(kube, tmp_path, capsys, monk
         "tf-mnist  TFJob  Suspended  <none>    62m  4 Job(s): 0 active (0 ready), 0 succeeded, "
         "0 failed pod(s)",
     ]
+
+
+def test_a_timeout_without_watch_is_a_mistake(kube, capsys) -> None:
+    assert cli_main(["status", "--timeout", "1h"]) == 2
+    assert capsys.readouterr().err == (
+        "error: --timeout 1h: only a watch has a timeout; add --watch, e.g. "
+        "`trainjobs status --watch --timeout 1h`\n"
+    )
