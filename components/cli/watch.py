@@ -385,7 +385,7 @@ def _watch_states(
         for name, old in shown.items():
             if name not in fresh and old.phase != "Missing":
                 fresh[name] = dataclasses.replace(
-                    old, phase="Missing", detail="no longer deployed", ended=None
+                    old, phase="Missing", detail="no longer deployed", started=None, ended=None
                 )
                 changed.append(fresh[name])
         if changed:

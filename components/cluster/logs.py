@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainjobs.cluster.diagnosis import JOB_NAME_LABELS
 from trainjobs.cluster.errors import DEFAULT_RETRY, BadResponse, RetryPolicy
-from trainjobs.cluster.transport import stream_lines
+from trainjobs.cluster.transport import MAX_EVENT_BYTES, stream_lines
 from trainjobs.core.terminal import escape
 
 if TYPE_CHECKING:
@@ -170,8 +170,9 @@ class LogFollower:
                     continue
                 self._shown[instance.key] = self._shown.get(instance.key, 0) + 1
                 self._say(instance.pod, raw.decode("utf-8", errors="replace").removesuffix("\r"))
-        except BadResponse as error:
-            self._say(instance.pod, f"(log not followed further: {error})")
+        except BadResponse:  # stream_lines' bound on one line
+            limit = MAX_EVENT_BYTES // (1024 * 1024)
+            self._say(instance.pod, f"(a line longer than {limit} MiB: the log is not followed on)")
             return True
         except Exception:  # the pod went, the connection broke: see _step
             return False

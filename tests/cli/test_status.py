@@ -175,3 +175,20 @@ def test_a_timeout_without_watch_is_a_mistake(kube, capsys) -> None:
         "error: --timeout 1h: only a watch has a timeout; add --watch, e.g. "
         "`trainjobs status --watch --timeout 1h`\n"
     )
+
+
+def test_status_watch_shows_a_removed_job_as_missing(kube, tmp_path, capsys, monkeypatch) -> None:
+    two_jobs(kube, tmp_path)
+    clock[0] = 0.0
+    monkeypatch.setattr(
+        cli_watch, "_now", lambda: datetime.fromtimestamp(NOW.timestamp() + clock[0], UTC)
+    )
+    # Its anchor goes (as with `pulumi destroy`); the next read changes nothing more.
+    steps: list[Callable[[], None]] = [lambda: kube.delete("services", "tf-mnist-chief-0")]
+    monkeypatch.setattr(cli_watch, "_sleep", ticking(kube, steps))
+
+    assert cli_main(["status", "--watch", "--timeout", "4s"]) == 0
+
+    assert capsys.readouterr().out.splitlines()[3:] == [
+        "tf-mnist  TFJob       Missing    <none>    62m  no longer deployed",
+    ]

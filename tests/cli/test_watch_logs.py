@@ -6,13 +6,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.cluster.test_training_jobs import deployed, in_background, pods, tf_job, wait_for
 from tests.kubefake import FakeKube, running, terminated, waiting
 from trainjobs.cli import main as cli_main
+from trainjobs.cluster.errors import DEFAULT_RETRY, RetryPolicy
 from trainjobs.cluster.logs import LogFollower
+from trainjobs.cluster.transport import MAX_EVENT_BYTES
 
 NS = "default"
 CHIEF = "tf-mnist-chief-0"
@@ -143,3 +146,62 @@ def test_the_fake_has_no_log_for_a_container_waiting_to_start(kube) -> None:
     assert 'container \\"c\\" in pod \\"p\\" is waiting to start: ContainerCreating' in str(
         raised.value.body
     )
+
+
+def follow(
+    kube: FakeKube, lines: list[str], retry: RetryPolicy = DEFAULT_RETRY
+) -> tuple[LogFollower, Any]:
+    api = kube.api_client()
+    follower = LogFollower(
+        api, NS, "j", lines.append, timeout_seconds=20, poll_seconds=0.02, retry=retry
+    )
+    return follower.start(), api
+
+
+def log_requests(kube: FakeKube) -> int:
+    return sum(1 for request in kube.requests if request.path.endswith("/pods/p/log"))
+
+
+def test_a_pod_is_followed_once_its_container_has_started(kube) -> None:
+    kube.add_pod(
+        "p", NS, job_name="j", phase="Pending", containers=[waiting("c", "ContainerCreating")]
+    )
+    lines: list[str] = []
+    follower, api = follow(kube, lines)
+    kube.append_log("p", "c", "up\n")
+    kube.patch_object(
+        "pods", "p", NS, {"status": {"phase": "Running", "containerStatuses": [running("c")]}}
+    )
+    wait_for(lambda: lines == ["[p] up"])
+    end_pod(kube, "p", "c", 0)
+    follower.finish()
+    api.close()
+    assert lines == ["[p] up"]
+
+
+def test_a_broken_stream_is_opened_again_without_repeating_lines(kube) -> None:
+    """A quiet log trips the read timeout: the stream is opened again, its lines skipped."""
+    kube.add_pod("p", NS, job_name="j", phase="Running", containers=[running("c")])
+    kube.append_log("p", "c", "a\n")
+    lines: list[str] = []
+    quick = RetryPolicy(connect_timeout=0.3, request_timeout=0.3)
+    follower, api = follow(kube, lines, retry=quick)
+    wait_for(lambda: log_requests(kube) >= 3)
+    kube.append_log("p", "c", "b\n")
+    end_pod(kube, "p", "c", 0)
+    follower.finish()
+    api.close()
+    assert lines == ["[p] a", "[p] b"]
+
+
+def test_a_line_over_the_bound_ends_the_follow_with_a_note(kube) -> None:
+    kube.add_pod("p", NS, job_name="j", phase="Running", containers=[running("c")])
+    kube.append_log("p", "c", "fine\n" + "x" * (MAX_EVENT_BYTES + 1))
+    lines: list[str] = []
+    follower, api = follow(kube, lines)
+    wait_for(lambda: len(lines) == 2)
+    kube.append_log("p", "c", "\nnot shown\n")
+    end_pod(kube, "p", "c", 0)
+    follower.finish()
+    api.close()
+    assert lines == ["[p] fine", "[p] (a line longer than 4 MiB: the log is not followed on)"]
