@@ -94,7 +94,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--logs",
         action="store_true",
-        help="stream the log of the pod that decides the job (its chief, master or launcher) "
+        help="stream the log of the pod that decides the job (its chief or master) "
         "as it runs, as kubectl logs -f, each line as [POD] LINE, following a restarted or "
         "replaced pod; on stdout, or stderr with --json (default: off)",
     )

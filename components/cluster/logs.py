@@ -1,7 +1,7 @@
 """Following the deciding pod's log while a job runs: `trainjobs watch JOB --logs`.
 
-As ``kubectl logs -f``: the log of the master Job's pod (the chief, master or launcher whose
-end decides the job) is read with ``follow=true``, which the API server streams from the
+As ``kubectl logs -f``: the log of the master Job's pod (the chief or master whose end
+decides the job) is read with ``follow=true``, which the API server streams from the
 kubelet until the container stops (kubernetes pkg/registry/core/pod/rest/log.go hands the
 request to the kubelet; pkg/kubelet/kuberuntime/logs/logs.go stops following when the
 container is no longer running). A container that has not started yet has no log (the
