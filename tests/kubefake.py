@@ -21,7 +21,9 @@ watch streams, JSON and model deserialization as against a cluster. It serves:
 - jobset.x-k8s.io/v1alpha2 JobSets, stored as given; admission webhooks and controllers
   are plugged in through ``webhooks`` and ``observers`` (the JobSet controller and webhook
   and Kueue: tests/kubecontrollers.py);
-- pod logs (GET ``.../pods/NAME/log`` with ``container``, ``tailLines``, ``previous``).
+- pod logs (GET ``.../pods/NAME/log`` with ``container``, ``tailLines``, ``previous``, and
+  ``follow=true``: a chunked text stream that sends what `append_log` adds until the
+  container stops running or restarts; a container still waiting to start has no log, a 400).
 
 With ``controllers=True`` it also runs what the watcher depends on of the Job controller:
 a created Job that is not suspended gets its pod; suspending a Job deletes its running pods
@@ -612,6 +614,14 @@ class FakeKube:
     ) -> None:
         with self._cond:
             self._state.logs[(namespace, pod, container, previous)] = text
+            self._cond.notify_all()
+
+    def append_log(self, pod: str, container: str, text: str, namespace: str = "default") -> None:
+        """The container writes ``text``: a followed log stream sends it."""
+        with self._cond:
+            key = (namespace, pod, container, False)
+            self._state.logs[key] = self._state.logs.get(key, "") + text
+            self._cond.notify_all()
 
     def delete(self, resource: str, name: str, namespace: str = "default") -> None:
         with self._cond:
@@ -1257,11 +1267,65 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(400, status_body(400, "BadRequest", message))
             return
         previous = query.get("previous", "").lower() in ("true", "1")
+        state = _container_state(pod, container)
+        if (
+            "waiting" in state
+            and not previous
+            and not _container_state(pod, container, "lastState")
+        ):
+            # kubernetes pkg/kubelet/kubelet_pods.go validateContainerLogStatus: no log yet
+            # (a container waiting to run again still shows its last run's log).
+            reason = state["waiting"].get("reason", "")
+            message = f'container "{container}" in pod "{name}" is waiting to start: {reason}'
+            self._json(400, status_body(400, "BadRequest", message))
+            return
+        if query.get("follow", "").lower() in ("true", "1") and not previous:
+            self._follow_log(namespace, name, container)
+            return
         text = logs.get((namespace, name, container, previous), "")
         if "tailLines" in query:
             lines = text.splitlines(keepends=True)
             text = "".join(lines[-int(query["tailLines"]) :]) if int(query["tailLines"]) else ""
         self._send(200, "text/plain", text.encode())
+
+    def _follow_log(self, namespace: str, name: str, container: str) -> None:
+        """``follow=true``: the log so far, then what is appended, until the container is no
+        longer running (kubernetes pkg/kubelet/kuberuntime/logs/logs.go stops following a
+        container that has exited) or its pod is gone; the stream then ends."""
+        fake = self.server.fake
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        sent = 0
+        with fake._cond:
+            run = _restarts(fake._state.objects.get(("pods", namespace, name)), container)
+        while True:
+            with fake._cond:
+                text = fake._state.logs.get((namespace, name, container, False), "")
+                pod = fake._state.objects.get(("pods", namespace, name))
+                # The container followed is still running, not restarted as a new one.
+                running = (
+                    pod is not None
+                    and "running" in _container_state(pod, container)
+                    and _restarts(pod, container) == run
+                )
+                if len(text) == sent and running and not fake._stopping:
+                    fake._cond.wait(0.2)
+                    text = fake._state.logs.get((namespace, name, container, False), "")
+                stopping = fake._stopping
+            if len(text) > sent:
+                data = text[sent:].encode()
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+                sent = len(text)
+            if stopping or self._client_gone():
+                _cut(self.connection)
+                self.close_connection = True
+                return
+            if not running:
+                self._end_stream()
+                return
 
     def _watch(self, resource: str, namespace: str, query: dict[str, str]) -> None:
         """Stream events after ``resourceVersion`` until timeoutSeconds, a drop, an expiry
@@ -1399,6 +1463,21 @@ def _route(path: str) -> tuple[str, str, str | None, str | None] | None:
         sub = rest[3] if len(rest) > 3 else None
         return resource, namespace, name, sub
     return None
+
+
+def _container_state(pod: Obj, container: str, field: str = "state") -> Obj:
+    """The container's ``state`` (or ``lastState``) in the pod's status (``{}`` if none)."""
+    for status in pod.get("status", {}).get("containerStatuses") or []:
+        if status["name"] == container:
+            return dict(status.get(field) or {})
+    return {}
+
+
+def _restarts(pod: Obj | None, container: str) -> int:
+    for status in (pod or {}).get("status", {}).get("containerStatuses") or []:
+        if status["name"] == container:
+            return int(status.get("restartCount") or 0)
+    return 0
 
 
 def _scale(sts: Obj) -> Obj:

@@ -6,24 +6,40 @@ import argparse
 import dataclasses
 import json
 import sys
-from typing import Any
+import time
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from trainjobs.cli.jobs import namespace_argument
 from trainjobs.cluster.errors import DEFAULT_RETRY, RetryPolicy
 from trainjobs.cluster.outcome import Outcome
 from trainjobs.cluster.scaling import WorkerRef
+from trainjobs.cluster.status import human_duration
 from trainjobs.cluster.watch import JobWatchTimeout
 from trainjobs.core.durations import parse_duration
 from trainjobs.core.errors import UserError
 from trainjobs.core.terminal import escape
 
+if TYPE_CHECKING:
+    from trainjobs.cluster.discovery import JobState
+    from trainjobs.cluster.logs import LogFollower
+
 
 def _cluster_arguments(parser: argparse.ArgumentParser) -> None:
     # Checked as the API server checks it: it is a segment of every request's path.
     parser.add_argument(
-        "-n", "--namespace", default="default", metavar="NS", type=namespace_argument
+        "-n",
+        "--namespace",
+        default="default",
+        metavar="NS",
+        type=namespace_argument,
+        help="the namespace of the jobs (default: default)",
     )
-    parser.add_argument("--kubeconfig", metavar="FILE", help="instead of $KUBECONFIG")
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="the kubeconfig (default: $KUBECONFIG, else ~/.kube/config, else in-cluster)",
+    )
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
     parser.add_argument(
         "--connect-timeout",
@@ -56,7 +72,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--timeout",
         default="24h",
-        help="stop watching after this long (24h, 90m, 30s or seconds); the job keeps running",
+        metavar="DURATION",
+        help="stop watching after this long (24h, 90m, 30s or seconds); the job keeps "
+        "running (default 24h)",
     )
     parser.add_argument(
         "--worker",
@@ -64,31 +82,61 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=[],
         metavar="KIND/NAME",
         help="explicit form: a workload to stop when the Job NAME ends, statefulset/NAME or "
-        "job/NAME (repeatable)",
+        "job/NAME (repeatable; default: none)",
     )
     parser.add_argument(
         "--selector",
         metavar="LABELS",
         help="explicit form: labels of the Job NAME and its job/ workers, e.g. "
         "training.kubeflow.org/job-name=JOB: they are watched together, and a failed "
-        "job/ worker fails the whole job at once (Kubeflow semantics)",
+        "job/ worker fails the whole job at once (Kubeflow semantics; default: none)",
     )
-    parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    parser.add_argument(
+        "--logs",
+        action="store_true",
+        help="stream the log of the pod that decides the job (its chief or master) "
+        "as it runs, as kubectl logs -f, each line as [POD] LINE, following a restarted or "
+        "replaced pod; on stdout, or stderr with --json (default: off)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the outcome as JSON (default: text)"
+    )
     _cluster_arguments(parser)
     parser.set_defaults(handler=watch_command)
 
     status = subparsers.add_parser(
         "status",
-        help="list the training jobs of a namespace with their phase",
+        help="list the training jobs of a namespace with their phase, duration and age",
         description=(
             "One line per training job trainjobs deployed in the namespace (or only JOB): "
             "its kind, its phase (Pending, Running, Suspended, Succeeded, Failed, Missing) "
-            "by the same rules the watcher applies, and a detail. Exits 0, 1 when the "
-            "cluster cannot be reached, 2 for a name that matches no job."
+            "by the same rules the watcher applies, its DURATION (the run's start to its "
+            "end, or to now while it runs) and AGE (since its master Job's creation), as "
+            "kubectl shows them, and a detail. With --watch, the rows that change are "
+            "printed again until Ctrl-C or --timeout. Exits 0, 1 when the cluster cannot be "
+            "reached, 2 for a name that matches no job."
         ),
     )
-    status.add_argument("name", nargs="?", metavar="JOB", help="only this training job")
-    status.add_argument("--json", action="store_true", help="print the jobs as JSON")
+    status.add_argument(
+        "name", nargs="?", metavar="JOB", help="only this training job (default: every one)"
+    )
+    status.add_argument(
+        "-w",
+        "--watch",
+        action="store_true",
+        help="after the table, read the jobs again every 2s and print the rows whose phase "
+        "or detail changed, until Ctrl-C or --timeout (as kubectl get -w)",
+    )
+    status.add_argument(
+        "--timeout",
+        metavar="DURATION",
+        help="with --watch: stop after this long (24h, 90m, 30s or seconds; default: until Ctrl-C)",
+    )
+    status.add_argument(
+        "--json",
+        action="store_true",
+        help="print the jobs as JSON (with --watch: one object a line)",
+    )
     _cluster_arguments(status)
     status.set_defaults(handler=status_command)
 
@@ -135,11 +183,13 @@ def watch_command(args: argparse.Namespace) -> int:
     resume = (
         f"run `trainjobs watch {args.name} --namespace {args.namespace}` again to keep watching"
     )
+    logs = _Logs(args, api, timeout, retry)
     try:
         if workers or selector is not None:
+            logs.follow(args.name)
             outcome = _watch_explicit(args, api, workers, selector, timeout, retry, resume)
         else:
-            outcome = _watch_by_name(args, api, timeout, retry, resume)
+            outcome = _watch_by_name(args, api, timeout, retry, resume, logs)
     except JobWatchTimeout as timed_out:
         if args.json:
             print(json.dumps(timed_out.to_json(), indent=2))
@@ -147,6 +197,7 @@ def watch_command(args: argparse.Namespace) -> int:
             _report(str(timed_out), error=True)
         return 1
     finally:
+        logs.finish()
         api.close()
     ok = outcome.succeeded and outcome.workers_scaled_down
     if args.json:
@@ -154,6 +205,37 @@ def watch_command(args: argparse.Namespace) -> int:
     else:
         _report(outcome.describe(), error=not ok)
     return 0 if ok else 1
+
+
+class _Logs:
+    """`watch --logs`: the deciding pod's log, followed while the job is watched."""
+
+    def __init__(
+        self, args: argparse.Namespace, api: Any, timeout: float, retry: RetryPolicy
+    ) -> None:
+        self.args, self.api, self.timeout, self.retry = args, api, timeout, retry
+        self.follower: LogFollower | None = None
+
+    def follow(self, job_name: str) -> None:
+        """Follow the log of Job ``job_name``'s pods, when --logs asks for it."""
+        from trainjobs.cluster.logs import LogFollower
+
+        if not self.args.logs:
+            return
+        # With --json, stdout carries the outcome alone.
+        stream = sys.stderr if self.args.json else sys.stdout
+        self.follower = LogFollower(
+            self.api,
+            self.args.namespace,
+            job_name,
+            lambda line: print(line, file=stream, flush=True),
+            timeout_seconds=self.timeout,
+            retry=self.retry,
+        ).start()
+
+    def finish(self) -> None:
+        if self.follower is not None:
+            self.follower.finish()
 
 
 def _watch_explicit(
@@ -187,7 +269,12 @@ def _watch_explicit(
 
 
 def _watch_by_name(
-    args: argparse.Namespace, api: Any, timeout: float, retry: RetryPolicy, resume: str
+    args: argparse.Namespace,
+    api: Any,
+    timeout: float,
+    retry: RetryPolicy,
+    resume: str,
+    logs: _Logs,
 ) -> Outcome:
     """The training job called NAME; else a Job called NAME (the explicit form without
     workers, as `trainjobs watch MASTER` always worked); else an error naming the jobs."""
@@ -201,11 +288,13 @@ def _watch_by_name(
             f"{len(target.jobs)} Job(s), {len(target.workers)} worker workload(s), "
             f"cleanPodPolicy {target.clean_pod_policy}"
         )
+        logs.follow(target.rules.master)
         options = WatchOptions(
             timeout_seconds=timeout, report=_stderr, resume_hint=resume, retry=retry
         )
         return see_through(api, target, options=options)
     if job_exists(api, args.namespace, args.name, retry=retry):
+        logs.follow(args.name)
         return run_watch(
             api,
             args.namespace,
@@ -218,33 +307,124 @@ def _watch_by_name(
     raise unknown_job(args.name, args.namespace, list_targets(api, args.namespace, retry=retry))
 
 
+STATUS_POLL_SECONDS = 2.0
+"""How often `status --watch` reads the jobs again."""
+
+
+def _now() -> datetime:
+    """The clock `status` measures AGE and DURATION with (tests set their own)."""
+    return datetime.now(UTC)
+
+
+def _sleep(seconds: float) -> None:
+    time.sleep(seconds)
+
+
 def status_command(args: argparse.Namespace) -> int:
-    """`trainjobs status [JOB]`: one line per training job with its phase."""
+    """`trainjobs status [JOB] [--watch]`: one line per training job with its phase."""
     from trainjobs.cluster.client import load_api_client
-    from trainjobs.cluster.discovery import job_state, list_targets, unknown_job
 
     retry = _retry(args, "status")
+    limit = None
+    if args.timeout is not None and not args.watch:
+        raise UserError(
+            f"--timeout {args.timeout}: only a watch has a timeout; add --watch, e.g. "
+            "`trainjobs status --watch --timeout 1h`"
+        )
+    if args.timeout is not None:
+        limit = parse_duration(
+            args.timeout, key="--timeout", fix="trainjobs status --watch --timeout 1h"
+        )
     api = load_api_client(args.kubeconfig, args.context)
     try:
-        targets = list_targets(api, args.namespace, retry=retry)
-        if args.name is not None:
-            chosen = [target for target in targets if target.name == args.name]
-            if not chosen:
-                raise unknown_job(args.name, args.namespace, targets)
-            targets = chosen
-        states = [job_state(api, target, retry=retry) for target in targets]
+        states = _job_states(api, args, retry)
+        now = _now()
+        widths = _print_states(states, args, now, None)
+        if not args.watch:
+            return 0
+        end = None if limit is None else now + timedelta(seconds=limit)
+        try:
+            _watch_states(api, args, retry, states, widths, end)
+        except KeyboardInterrupt:  # Ctrl-C is how a watch ends, as with kubectl get -w
+            return 0
     finally:
         api.close()
-    if args.json:
-        print(json.dumps([dataclasses.asdict(state) for state in states], indent=2))
-        return 0
-    if not states:
-        print(f"no training jobs in namespace {escape(args.namespace)}")
-        return 0
-    rows: list[tuple[str, ...]] = [("JOB", "KIND", "PHASE", "DETAIL")]
-    rows += [tuple(escape(cell) for cell in (s.name, s.kind, s.phase, s.detail)) for s in states]
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    for name, kind, phase, detail in rows:
-        cells = (name.ljust(widths[0]), kind.ljust(widths[1]), phase.ljust(widths[2]), detail)
-        print("  ".join(cells))
     return 0
+
+
+def _job_states(api: Any, args: argparse.Namespace, retry: RetryPolicy) -> list[JobState]:
+    from trainjobs.cluster.discovery import job_state, list_targets, unknown_job
+
+    targets = list_targets(api, args.namespace, retry=retry)
+    if args.name is not None:
+        chosen = [target for target in targets if target.name == args.name]
+        if not chosen:
+            raise unknown_job(args.name, args.namespace, targets)
+        targets = chosen
+    return [job_state(api, target, retry=retry) for target in targets]
+
+
+def _watch_states(
+    api: Any,
+    args: argparse.Namespace,
+    retry: RetryPolicy,
+    states: list[JobState],
+    widths: list[int],
+    end: datetime | None,
+) -> None:
+    """Read the jobs again every few seconds and print the rows that changed (phase or
+    detail; AGE and DURATION alone change every second) until ``end``."""
+    shown = {state.name: state for state in states}
+    while end is None or _now() < end:
+        _sleep(STATUS_POLL_SECONDS)
+        try:
+            fresh = {state.name: state for state in _job_states(api, args, retry)}
+        except UserError:
+            fresh = {}  # JOB was removed: reported below as Missing
+        changed = [state for name, state in fresh.items() if _changed(shown.get(name), state)]
+        for name, old in shown.items():
+            if name not in fresh and old.phase != "Missing":
+                fresh[name] = dataclasses.replace(
+                    old, phase="Missing", detail="no longer deployed", started=None, ended=None
+                )
+                changed.append(fresh[name])
+        if changed:
+            _print_states(sorted(changed, key=lambda s: s.name), args, _now(), widths)
+        shown = {**shown, **fresh}
+
+
+def _changed(old: JobState | None, new: JobState) -> bool:
+    return old is None or (old.phase, old.detail) != (new.phase, new.detail)
+
+
+def _print_states(
+    states: list[JobState], args: argparse.Namespace, now: datetime, widths: list[int] | None
+) -> list[int]:
+    """The table (``widths`` None: with its header) or, with --json, the jobs as JSON: an
+    array, or under --watch one object a line. Returns the columns' widths."""
+    if args.json:
+        if args.watch:
+            for state in states:
+                print(json.dumps(state.to_json(now)), flush=True)
+        else:
+            print(json.dumps([state.to_json(now) for state in states], indent=2))
+        return widths or []
+    if not states and widths is None:
+        print(f"no training jobs in namespace {escape(args.namespace)}", flush=True)
+        return [0] * 5
+    rows: list[tuple[str, ...]] = []
+    for state in states:
+        age, duration = state.age_seconds(now), state.duration_seconds(now)
+        name, kind, phase = (escape(cell) for cell in (state.name, state.kind, state.phase))
+        rows.append((name, kind, phase, _human(duration), _human(age), escape(state.detail)))
+    if widths is None:
+        rows.insert(0, ("JOB", "KIND", "PHASE", "DURATION", "AGE", "DETAIL"))
+        widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row[:5], widths, strict=True)]
+        print("  ".join([*cells, row[5]]), flush=True)
+    return widths
+
+
+def _human(seconds: float | None) -> str:
+    return "<none>" if seconds is None else human_duration(seconds)

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from trainjobs.cluster.errors import DEFAULT_RETRY, RetryPolicy, call_with_retries
 from trainjobs.cluster.record import FinishedRun, annotations_of, read_record
 from trainjobs.cluster.responses import check_job, check_list, check_metadata
 from trainjobs.cluster.rules import decide
-from trainjobs.cluster.status import SUSPENDED, JobStatus
+from trainjobs.cluster.status import SUSPENDED, TERMINAL_PHASES, JobStatus
 from trainjobs.cluster.target import WATCH_ANNOTATION, WatchTarget
 from trainjobs.cluster.watch import job_statuses, jobs_by_name
 from trainjobs.core.errors import UserError
@@ -119,12 +120,46 @@ def unknown_job(name: str, namespace: str, targets: list[WatchTarget]) -> UserEr
 
 @dataclass(frozen=True)
 class JobState:
-    """How a training job stands: a phase and one line of detail."""
+    """How a training job stands: a phase and one line of detail; and, as kubectl shows a
+    Job's AGE and DURATION, its master Job's creation, start and end (None when unknown)."""
 
     name: str
     kind: str
     phase: str
     detail: str
+    created: datetime | None = None
+    started: datetime | None = None
+    ended: datetime | None = None
+
+    def age_seconds(self, now: datetime) -> float | None:
+        """Since the master Job's creation."""
+        return None if self.created is None else (now - self.created).total_seconds()
+
+    def duration_seconds(self, now: datetime) -> float | None:
+        """From the run's start to its end, or to ``now`` while it runs (kubectl's
+        DURATION); None before it starts, or once its Jobs are gone."""
+        if self.started is None:
+            return None
+        if self.ended is None and self.phase in TERMINAL_PHASES:
+            return None
+        return ((self.ended or now) - self.started).total_seconds()
+
+    def to_json(self, now: datetime) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "phase": self.phase,
+            "detail": self.detail,
+            "created": _iso(self.created),
+            "started": _iso(self.started),
+            "ended": _iso(self.ended),
+            "age_seconds": self.age_seconds(now),
+            "duration_seconds": self.duration_seconds(now),
+        }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def job_state(
@@ -156,11 +191,22 @@ def job_state(
         return JobState(target.name, target.kind, "Missing", "its Jobs do not exist")
     if master.phase == SUSPENDED and ended and finished is not None:
         return _from_record(target, finished, "its Jobs stay suspended")
+    created = jobs[target.rules.master].metadata.creation_timestamp
     final, _ = decide(target.rules, statuses, target.namespace)
     if final is not None:
         detail = ": ".join(part for part in (final.reason, final.message) if part)
-        return JobState(target.name, target.kind, final.phase, detail)
-    return JobState(target.name, target.kind, master.phase, _counts(statuses))
+        return JobState(
+            target.name,
+            target.kind,
+            final.phase,
+            detail,
+            created,
+            master.start_time,
+            final.completion_time or master.completion_time,
+        )
+    return JobState(
+        target.name, target.kind, master.phase, _counts(statuses), created, master.start_time
+    )
 
 
 def _recorded(api: ApiClient, target: WatchTarget, retry: RetryPolicy) -> FinishedRun | None:

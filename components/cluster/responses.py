@@ -53,6 +53,7 @@ def check_metadata(obj: Any, what: str) -> None:
         raise BadResponse(what, "an object without metadata.name")
     for field in ("namespace", "uid", "resource_version"):
         _check(getattr(metadata, field), str, f"metadata.{field}", what)
+    _check(metadata.creation_timestamp, datetime, "metadata.creationTimestamp", what)
     for field in ("labels", "annotations"):
         mapping = getattr(metadata, field)
         _check(mapping, dict, f"metadata.{field}", what)

@@ -36,6 +36,38 @@ PERMANENT_FAILURE = "PodFailurePolicy"
 ``ExitCode`` policy met an exit code 1-127."""
 
 
+def human_duration(seconds: float) -> str:
+    """A duration as kubectl prints AGE and DURATION (k8s.io/apimachinery
+    pkg/util/duration/duration.go ``HumanDuration``): ``45s``, ``3m20s``, ``62m``, ``5h12m``,
+    ``30h``, ``3d4h``, ``20d``, ``2y10d``; ``0s`` for a time slightly ahead (clock skew)."""
+    if seconds < -1:
+        return "<invalid>"
+    whole = max(0, int(seconds))
+    minutes, hours, days = whole // 60, whole // 3600, whole // 86400
+    if whole < 120:
+        return f"{whole}s"
+    if minutes < 10:
+        rest = whole % 60
+        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+    if hours < 3:
+        return f"{minutes}m"
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h{rest}m" if rest else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{days}d{rest}h" if rest else f"{days}d"
+    if hours < 24 * 365 * 2:
+        return f"{days}d"
+    years = days // 365
+    if years < 8:
+        rest = days % 365
+        return f"{years}y{rest}d" if rest else f"{years}y"
+    return f"{years}y"
+
+
 def _timestamp(value: datetime | None) -> str | None:
     if value is None:
         return None

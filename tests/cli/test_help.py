@@ -70,18 +70,7 @@ def test_every_command_gives_its_exit_codes(name):
     assert re.search(r"(exit codes:|Exits) 0\b", said) and re.search(r"\b2\b", said)
 
 
-REWORKED = pytest.mark.xfail(
-    strict=True, reason="watch and status: their module is being reworked (status --watch)"
-)
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(name, marks=REWORKED) if name in ("watch", "status") else name
-        for name in sorted(COMMANDS)
-    ],
-)
+@pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_every_argument_has_a_help_text_that_names_its_default(name):
     parser = COMMANDS[name][1]
     for action in parser._actions:

@@ -135,6 +135,7 @@ def test_cli_status_prints_names_kinds_and_details_from_the_cluster_escaped(tmp_
     out = capsys.readouterr().out
     assert code == 0
     assert out.splitlines() == [
-        "JOB                   KIND                PHASE   DETAIL",
-        "evil\\x1b]0;owned\\x07  TFJob\\x1b[2J\\x1b[H  Failed  X: \\x1b]52;c;cm0gLXJmIH4=\\x07",
+        "JOB                   KIND                PHASE   DURATION  AGE     DETAIL",
+        "evil\\x1b]0;owned\\x07  TFJob\\x1b[2J\\x1b[H  Failed  <none>    <none>  "
+        "X: \\x1b]52;c;cm0gLXJmIH4=\\x07",
     ]

@@ -277,23 +277,6 @@ def test_cli_watch_of_an_unknown_name_names_the_jobs_there(kube, kubeconfig, tmp
     )
 
 
-def test_cli_status_lists_the_jobs_with_their_phase(kube, kubeconfig, tmp_path, capsys) -> None:
-    deployed(kube, tmp_path / "a", chainermn("alpha"))
-    deployed(kube, tmp_path / "b", tf_job("Running"))
-    kube.patch_object("jobs", "alpha-master", NS, {"spec": {"suspend": False}})
-    kube.complete_job("alpha-master")
-
-    assert cli_main(["status"]) == 0
-
-    assert capsys.readouterr().out.splitlines() == [
-        "JOB       KIND        PHASE      DETAIL",
-        "alpha     ChainerJob  Succeeded  CompletionsReached: Reached expected number of "
-        "succeeded pods",
-        "tf-mnist  TFJob       Suspended  4 Job(s): 0 active (0 ready), 0 succeeded, 0 failed "
-        "pod(s)",
-    ]
-
-
 def test_cli_status_of_an_unknown_job_is_an_error_naming_the_jobs(kube, kubeconfig, capsys):
     assert cli_main(["status", "nope"]) == 2
     assert capsys.readouterr().err == (
