@@ -10,6 +10,9 @@ import yaml
 from trainjobs.core import safe_yaml
 from trainjobs.core.errors import Problem, SpecError, UserError
 
+RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
+"""Kubeflow Trainer's training runtimes: documents that may go beside a TrainJob in its file."""
+
 
 class UnreadableFile(UserError):
     """A YAML file that cannot be read, decoded or parsed within the bounds."""
@@ -74,6 +77,10 @@ def load_file(path: str | Path) -> dict[str, Any]:
         documents = load_documents(path)
     except UnreadableFile as error:
         raise SpecError(error.source, [Problem("", error.problem)]) from None
+    mappings = all(isinstance(doc, dict) for doc in documents)
+    if len(documents) > 1 and mappings and any(d.get("kind") in RUNTIME_KINDS for d in documents):
+        # A TrainJob with its runtimes: read as kubectl reads several objects, as a List.
+        return {"apiVersion": "v1", "kind": "List", "items": documents}
     if len(documents) != 1 or not isinstance(documents[0], dict):
         raise SpecError(
             str(path), [Problem("", "expected exactly one YAML mapping (one job per file)")]

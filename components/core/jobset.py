@@ -178,11 +178,19 @@ def jobset(
 
 
 def child_jobs(manifest: Manifest) -> list[Manifest]:
-    """The Jobs the JobSet controller creates for a JobSet, labelled and annotated as it does
-    (``constructJob`` and ``labelAndAnnotateObject``): what a local run starts in its place."""
+    """The Jobs the JobSet controller creates for a JobSet, labelled, annotated and placed
+    under its subdomain as it does (``constructJob`` and ``labelAndAnnotateObject``): what a
+    local run starts in its place."""
     name = manifest["metadata"]["name"]
     jobs: list[Manifest] = []
     global_index = 0
+    # With DNS hostnames (the webhook's default) every pod is under the JobSet's subdomain:
+    # ``<pod>.<subdomain>`` resolves (jobset pkg/controllers/jobset_controller.go, constructJob
+    # and GetSubdomain; pkg/webhooks/jobset_webhook.go, Default).
+    network = manifest["spec"].get("network") or {}
+    subdomain = (
+        None if network.get("enableDNSHostnames") is False else network.get("subdomain") or name
+    )
     for replicated in manifest["spec"]["replicatedJobs"]:
         for index in range(int(replicated.get("replicas", 1))):
             marks = {
@@ -199,6 +207,8 @@ def child_jobs(manifest: Manifest) -> list[Manifest]:
                 meta["annotations"] = {**(meta.get("annotations") or {}), **marks}
             if manifest["spec"].get("suspend"):
                 spec["suspend"] = True
+            if subdomain is not None:
+                spec["template"]["spec"]["subdomain"] = subdomain
             metadata = {
                 **template["metadata"],
                 "name": child_job_name(name, replicated["name"], index),

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainjobs.core.documents import load_file
+from trainjobs.core.documents import RUNTIME_KINDS, load_file
 from trainjobs.core.errors import Problem, SpecError
 from trainjobs.core.graph import Graph, GraphOptions
 from trainjobs.core.jobset import QUEUE_LABEL, is_queued
@@ -167,9 +167,38 @@ def _pytorch(
     return _replica_definition(pytorch_spec.parse(document, source, namespace, options))
 
 
+def _trainjob(
+    document: dict[str, Any], source: str, namespace: str, options: GraphOptions
+) -> JobDefinition:
+    from trainjobs.kinds.trainjob import job as trainjob
+
+    plan = trainjob.parse(document, source, namespace, options)
+    # Trainer's JobSet is run by the JobSet controller, which ends its Jobs itself.
+    return JobDefinition(
+        kind="TrainJob",
+        name=plan.name,
+        namespace=plan.namespace,
+        graph=plan.graph,
+        success_jobs=plan.success_jobs,
+        workers=[],
+        worker_pods=list(plan.other_jobs),
+        success_any=plan.success_any,
+        warnings=tuple(plan.warnings),
+        gang_min_member=plan.pods if plan.gang else None,
+        anchor=("JobSet", plan.name),
+        suspend=plan.suspend,
+        queued=True,
+    )
+
+
 Parser = Callable[[dict[str, Any], str, str, GraphOptions], JobDefinition]
 
-KINDS: dict[str, Parser] = {"ChainerJob": _chainer, "TFJob": _tensorflow, "PyTorchJob": _pytorch}
+KINDS: dict[str, Parser] = {
+    "ChainerJob": _chainer,
+    "TFJob": _tensorflow,
+    "PyTorchJob": _pytorch,
+    "TrainJob": _trainjob,
+}
 """Each kind's parser; a kind's spec models (pydantic classes, costly to build) are imported
 when a spec of that kind is parsed, not for every command."""
 
@@ -182,6 +211,8 @@ def parse_job(
 ) -> JobDefinition:
     document = _single_item(document, source)
     kind = document.get("kind")
+    if kind == "List":  # a TrainJob and the training runtimes given beside it
+        kind = "TrainJob"
     parser = KINDS.get(kind) if isinstance(kind, str) else None
     if parser is None:
         raise SpecError(
@@ -195,12 +226,34 @@ def _single_item(document: dict[str, Any], source: str) -> dict[str, Any]:
     if document.get("kind") != "List":
         return document
     items = document.get("items")
+    if isinstance(items, list) and any(
+        isinstance(item, dict) and item.get("kind") in RUNTIME_KINDS for item in items
+    ):
+        return _with_runtimes(items, source, document)
     if isinstance(items, list) and len(items) == 1 and isinstance(items[0], dict):
         return items[0]
     count = len(items) if isinstance(items, list) else 0
     raise SpecError(
         source,
         [Problem("items", f"a List must hold exactly one job (got {count}): one job per file")],
+    )
+
+
+def _with_runtimes(items: list[Any], source: str, document: dict[str, Any]) -> dict[str, Any]:
+    """A TrainJob given with its training runtimes: the List, which the TrainJob parser reads."""
+    jobs = [i for i in items if not (isinstance(i, dict) and i.get("kind") in RUNTIME_KINDS)]
+    if len(jobs) == 1 and isinstance(jobs[0], dict) and jobs[0].get("kind") == "TrainJob":
+        return document
+    kinds = [i.get("kind") if isinstance(i, dict) else None for i in jobs]
+    raise SpecError(
+        source,
+        [
+            Problem(
+                "items",
+                f"training runtimes ({', '.join(sorted(RUNTIME_KINDS))}) go beside exactly one "
+                f"TrainJob (got {kinds!r}): one job per file",
+            )
+        ],
     )
 
 

@@ -1,0 +1,143 @@
+"""A TrainJob document (and the runtimes given beside it) in, its validated plan and graph out.
+
+The graph is what Kubeflow Trainer's controller would create for the TrainJob, without the
+controller: the MPI hostfile ConfigMap and ssh-auth Secret and the PodGroup first, then the
+JobSet (:mod:`.render`), whose own controller creates the Jobs, pods and headless Service. The
+TrainJob object itself is not created: no Trainer controller would read it. The JobSet's
+success is the job's success.
+
+The dataset and model initializers are rendered as Trainer renders them. A local run cannot
+download from a model hub: the initializers' images and downloads are Trainer's, so a warning
+says so, and a volume or local path given through the runtime's ``initializer`` volume stands in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trainjobs.core import jobset
+from trainjobs.core.errors import Problem, SpecError
+from trainjobs.core.graph import Graph, GraphOptions, Node
+from trainjobs.core.labels import common_labels
+from trainjobs.core.pod_rules import check_template_rules
+from trainjobs.core.pod_schema import check_template_types
+from trainjobs.kinds.chainer.ssh_assets import KEY_ANNOTATION
+from trainjobs.kinds.trainjob import runtimes, spec
+from trainjobs.kinds.trainjob.render import Rendered, render
+
+LOCAL_KEY = "trainjobs.io/local-run"
+
+
+@dataclass(frozen=True)
+class TrainJobPlan:
+    name: str
+    namespace: str
+    graph: Graph
+    success_jobs: tuple[str, ...]
+    """The child Jobs of the replicated Jobs the JobSet's success policy targets."""
+    other_jobs: tuple[str, ...]
+    success_any: bool
+    warnings: list[Problem]
+    suspend: bool
+    pods: int
+    gang: bool
+
+
+def split_documents(document: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The TrainJob and the runtime documents given beside it (a ``kind: List``)."""
+    if document.get("kind") != "List":
+        return document, []
+    items = [item for item in document.get("items") or [] if isinstance(item, dict)]
+    job = next(item for item in items if item.get("kind") == spec.KIND)
+    return job, [item for item in items if item.get("kind") in spec.RUNTIME_KINDS]
+
+
+def parse(
+    document: dict[str, Any], source: str, namespace: str, options: GraphOptions
+) -> TrainJobPlan:
+    del options  # Trainer's runtimes say how pods are gang-scheduled, not the stack.
+    problems: list[Problem] = []
+    warnings: list[Problem] = []
+    job_document, runtime_documents = split_documents(document)
+    given = [
+        runtime
+        for item in runtime_documents
+        if (runtime := runtimes.runtime_from(item, source, problems)) is not None
+    ]
+    read = spec.read(job_document, problems, warnings)
+    if read is None or problems:
+        raise SpecError(source, problems, warnings)
+    name, train = read.name, read.spec
+    namespace = read.namespace or namespace
+    runtime = runtimes.lookup(train.runtime_ref, given)
+    if runtime is None:
+        raise SpecError(source, [runtimes.missing(train.runtime_ref, given)], warnings)
+    labels = common_labels(name, spec.KIND, "trainer", jobset.without_kueue_labels(read.labels))
+    js_labels = {**labels, **jobset.kueue_labels(read.labels)}
+    rendered = render(name, namespace, train, runtime, js_labels, problems)
+    _check_templates(rendered, problems, warnings)
+    warnings += _initializer_warnings(train)
+    if problems:
+        raise SpecError(source, problems, warnings)
+    return TrainJobPlan(
+        name=name,
+        namespace=namespace,
+        graph=_graph(name, namespace, rendered),
+        success_jobs=_child_jobs(rendered, deciding=True),
+        other_jobs=_child_jobs(rendered, deciding=False),
+        success_any=rendered.success_any,
+        warnings=warnings,
+        suspend=bool(train.suspend),
+        pods=rendered.pods,
+        gang=any(m["kind"] == "PodGroup" for m in rendered.beside),
+    )
+
+
+def _check_templates(rendered: Rendered, problems: list[Problem], warnings: list[Problem]) -> None:
+    """Every rendered pod template, to the API server's schema and rules."""
+    for index, job in enumerate(rendered.jobset["spec"]["replicatedJobs"]):
+        path = f"JobSet.spec.replicatedJobs[{index}].template.spec.template"
+        template = job["template"]["spec"]["template"]
+        check_template_types(template, path, problems, warnings)
+        check_template_rules(template, path, problems)
+
+
+def _initializer_warnings(train: spec.TrainJobSpec) -> list[Problem]:
+    if train.initializer is None:
+        return []
+    return [
+        Problem(
+            f"spec.initializer.{which}",
+            f"a local run cannot download {which}s from a hub (storageUri "
+            f"{getattr(train.initializer, which).storage_uri!r}): on a cluster Trainer's "
+            f"{which}-initializer does; locally, give the runtime's 'initializer' volume a "
+            "hostPath (or the trainer a local path) that already holds it",
+        )
+        for which in ("dataset", "model")
+        if getattr(train.initializer, which) is not None
+    ]
+
+
+def _graph(name: str, namespace: str, rendered: Rendered) -> Graph:
+    graph = Graph(job=name, kind=spec.KIND, namespace=namespace)
+    before: list[Node] = []
+    for manifest in rendered.beside:
+        if manifest["kind"] == "Secret":
+            # Its key pair is made once per job, at deploy time or for a local run.
+            manifest["metadata"]["annotations"] = {
+                KEY_ANNOTATION: "key pair made at deploy time (data: ssh-privatekey, "
+                "ssh-publickey); never rendered"
+            }
+        before.append(graph.add(manifest))
+    graph.add(rendered.jobset, *before)
+    return graph
+
+
+def _child_jobs(rendered: Rendered, *, deciding: bool) -> tuple[str, ...]:
+    return tuple(
+        jobset.child_job_name(rendered.jobset["metadata"]["name"], job["name"], index)
+        for job in rendered.jobset["spec"]["replicatedJobs"]
+        if (job["name"] in rendered.deciding) == deciding
+        for index in range(int(job.get("replicas", 1)))
+    )

@@ -1,0 +1,117 @@
+"""Training runtimes: Kubeflow Trainer's released ClusterTrainingRuntimes, and a user's own.
+
+The released ones are data (``runtimes.yaml`` beside this module): Kubeflow Trainer v2.3.0's
+``manifests/base/runtimes`` (kubeflow/trainer tag v2.3.0, commit
+658725bdae5c7e3a0854d93ac6ff492e109a22ab), read through the project's bounded YAML loader. A
+``ClusterTrainingRuntime`` or ``TrainingRuntime`` document in the TrainJob's own file takes
+precedence over a released runtime of the same kind and name, as one installed on the cluster
+would (``pkg/runtime/core/clustertrainingruntime.go`` and ``trainingruntime.go`` look the
+runtime up by name, then kind).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainjobs.core.documents import load_documents
+from trainjobs.core.errors import Problem
+from trainjobs.core.graph import Manifest
+from trainjobs.kinds.trainjob.spec import API_VERSION, RUNTIME_KINDS, RuntimeRef
+
+RELEASE = "v2.3.0"
+COMMIT = "658725bdae5c7e3a0854d93ac6ff492e109a22ab"
+SHIPPED = Path(__file__).with_name("runtimes.yaml")
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """A (Cluster)TrainingRuntime: its MLPolicy, PodGroupPolicy and JobSet template."""
+
+    kind: str
+    name: str
+    ml_policy: Manifest
+    pod_group_policy: Manifest
+    template: Manifest
+    """``spec.template``: the JobSet's metadata and spec."""
+    source: str
+    """Where it was declared: the TrainJob's file, or Trainer's release."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}/{self.name}"
+
+
+def runtime_from(document: dict[str, Any], source: str, problems: list[Problem]) -> Runtime | None:
+    """A runtime document, or None with a problem naming what is missing."""
+    kind = str(document.get("kind"))
+    name = (document.get("metadata") or {}).get("name")
+    where = f"{kind}/{name}" if name else kind
+    if document.get("apiVersion") != API_VERSION:
+        problems.append(
+            Problem(
+                f"{where}.apiVersion", f"must be {API_VERSION} (got {document.get('apiVersion')!r})"
+            )
+        )
+        return None
+    spec = document.get("spec")
+    if not isinstance(name, str) or not name:
+        problems.append(Problem(f"{kind}.metadata.name", "required: the runtime's name"))
+        return None
+    template = spec.get("template") if isinstance(spec, dict) else None
+    jobs = ((template or {}).get("spec") or {}).get("replicatedJobs")
+    if not isinstance(jobs, list) or not jobs or not all(isinstance(j, dict) for j in jobs):
+        problems.append(
+            Problem(
+                f"{where}.spec.template.spec.replicatedJobs",
+                "required: the JobSet's replicated Jobs (a list of mappings)",
+            )
+        )
+        return None
+    assert isinstance(spec, dict) and isinstance(template, dict)
+    return Runtime(
+        kind=kind,
+        name=name,
+        ml_policy=dict(spec.get("mlPolicy") or {}),
+        pod_group_policy=dict(spec.get("podGroupPolicy") or {}),
+        template=copy.deepcopy(template),
+        source=source,
+    )
+
+
+@functools.cache
+def shipped() -> tuple[Runtime, ...]:
+    """Kubeflow Trainer's released ClusterTrainingRuntimes."""
+    problems: list[Problem] = []
+    found = [
+        runtime_from(document, f"Kubeflow Trainer {RELEASE}", problems)
+        for document in load_documents(SHIPPED)
+    ]
+    assert not problems, problems
+    return tuple(runtime for runtime in found if runtime is not None)
+
+
+def lookup(ref: RuntimeRef, given: list[Runtime]) -> Runtime | None:
+    """The runtime ``ref`` names: one given beside the TrainJob first, then a released one."""
+    for runtime in [*given, *shipped()]:
+        if runtime.kind == ref.kind and runtime.name == ref.name:
+            return copy.deepcopy(runtime)
+    return None
+
+
+def missing(ref: RuntimeRef, given: list[Runtime]) -> Problem:
+    """Trainer's reason for a runtime it cannot find, and the runtimes there are."""
+    if ref.kind not in RUNTIME_KINDS or ref.api_group != "trainer.kubeflow.org":
+        return Problem("spec.runtimeRef", f"unsupported runtime: {ref.kind}.{ref.api_group}")
+    resource = ref.kind[0].lower() + ref.kind[1:]
+    there = sorted({runtime.key for runtime in [*given, *shipped()]})
+    return Problem(
+        "spec.runtimeRef",
+        f'{resource.lower()}s.trainer.kubeflow.org "{ref.name}" not found: specified '
+        f"{resource} must be created before the TrainJob is created; the runtimes there are "
+        f"{', '.join(there)} (Kubeflow Trainer {RELEASE}'s, and those given beside the "
+        "TrainJob in its file)",
+    )

@@ -1,0 +1,186 @@
+"""TrainJob (``trainer.kubeflow.org/v1alpha1``) spec models, checked as Trainer's API server and
+webhook check them.
+
+Kubeflow Trainer v2's TrainJob names a training runtime (``runtimeRef``) and overrides its
+trainer. The models take the fields of every release: ``labels``, ``annotations`` and
+``podSpecOverrides`` (v2.0) or ``podTemplateOverrides`` (v2.1), then ``runtimePatches``
+(v2.2 and later, pinned here: v2.3.0, commit 658725bdae5c7e3a0854d93ac6ff492e109a22ab).
+``numProcPerNode`` is an int, or before v2.2 also ``auto``, ``cpu`` or ``gpu``.
+
+Sources (kubeflow/trainer at v2.3.0 unless said): ``pkg/apis/trainer/v1alpha1/trainjob_types.go``
+(the CRD's rules: name, managedBy, storageUri, numNodes), ``pkg/webhooks/trainjob_webhook.go``
+and the plugins' ``Validate`` (reserved env names); v2.1.0's ``trainjob_types.go`` and
+``torch.go`` for the older fields.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field
+
+from trainjobs.core import documents
+from trainjobs.core.errors import Problem
+from trainjobs.core.job_document import validate_section
+from trainjobs.core.models import ObjectMeta
+from trainjobs.core.spec_model import SpecModel, unknown_fields
+
+KIND = "TrainJob"
+GROUP = "trainer.kubeflow.org"
+API_VERSION = f"{GROUP}/v1alpha1"
+MANAGERS = ("trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue")
+RUNTIME_KINDS = documents.RUNTIME_KINDS
+PROC_NAMES = ("auto", "cpu", "gpu")
+_DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://.+$")
+
+
+class RuntimeRef(SpecModel):
+    name: str = ""
+    """The training runtime's name."""
+    api_group: str = GROUP
+    kind: str = "ClusterTrainingRuntime"
+    """ClusterTrainingRuntime (default) or TrainingRuntime (in the TrainJob's namespace)."""
+
+
+class InitializerSource(SpecModel):
+    storage_uri: str | None = None
+    """Where the initializer downloads from (``hf://...``, ``s3://...``)."""
+    env: list[dict[str, Any]] = Field(default_factory=list)
+    secret_ref: dict[str, Any] | None = None
+
+
+class Initializer(SpecModel):
+    dataset: InitializerSource | None = None
+    model: InitializerSource | None = None
+
+
+class Trainer(SpecModel):
+    image: str | None = None
+    command: list[str] | None = None
+    args: list[str] | None = None
+    env: list[dict[str, Any]] = Field(default_factory=list)
+    num_nodes: int | None = None
+    resources_per_node: dict[str, Any] | None = None
+    num_proc_per_node: int | str | None = None
+    """Processes per node: an int, or (before v2.2) auto, cpu or gpu."""
+
+
+class TrainJobSpec(SpecModel):
+    runtime_ref: RuntimeRef = Field(default_factory=RuntimeRef)
+    initializer: Initializer | None = None
+    trainer: Trainer | None = None
+    runtime_patches: list[dict[str, Any]] = Field(default_factory=list)
+    """v2.2+: patches to the runtime's JobSet template, by manager."""
+    pod_template_overrides: list[dict[str, Any]] = Field(default_factory=list)
+    """v2.1: pod template overrides for target replicated Jobs."""
+    pod_spec_overrides: list[dict[str, Any]] = Field(default_factory=list)
+    """v2.0: pod spec overrides for target replicated Jobs."""
+    labels: dict[str, str] = Field(default_factory=dict)
+    """v2.0-v2.1: labels of the JobSet."""
+    annotations: dict[str, str] = Field(default_factory=dict)
+    """v2.0-v2.1: annotations of the JobSet."""
+    suspend: bool | None = None
+    active_deadline_seconds: int | None = None
+    managed_by: str | None = None
+
+
+@dataclass(frozen=True)
+class TrainJobSpecDocument:
+    """A TrainJob as read: its name, namespace, labels and spec."""
+
+    name: str
+    namespace: str | None
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    spec: TrainJobSpec
+
+
+def read(
+    document: dict[str, Any], problems: list[Problem], warnings: list[Problem]
+) -> TrainJobSpecDocument | None:
+    """The TrainJob's envelope and spec, with a problem per rule the API server enforces."""
+    api_version = document.get("apiVersion")
+    if api_version != API_VERSION:
+        problems.append(Problem("apiVersion", f"must be {API_VERSION} (got {api_version!r})"))
+    for key in document:
+        if key not in ("apiVersion", "kind", "metadata", "spec", "status"):
+            warnings.append(
+                Problem(str(key), "not a field of a Kubernetes object: it has no effect here")
+            )
+    meta = validate_section(ObjectMeta, document.get("metadata"), "metadata", problems)
+    if meta is not None:
+        problems += _name_problems(meta.name)
+    spec = validate_section(TrainJobSpec, document.get("spec"), "spec", problems)
+    if spec is None or meta is None:
+        return None
+    warnings += unknown_fields(spec, "spec", f"{KIND} {API_VERSION}")
+    problems += _spec_problems(spec)
+    return TrainJobSpecDocument(
+        meta.name, meta.namespace, dict(meta.labels), dict(meta.annotations), spec
+    )
+
+
+def _name_problems(name: str) -> list[Problem]:
+    """The CRD's validation rules on ``metadata.name``, with their messages."""
+    found = []
+    if not _DNS_1035.match(name):
+        found.append(Problem("metadata.name", "metadata.name must match RFC 1035 DNS label format"))
+    if len(name) > 63:
+        found.append(Problem("metadata.name", "metadata.name must be no more than 63 characters"))
+    return found
+
+
+def _spec_problems(spec: TrainJobSpec) -> list[Problem]:
+    found: list[Problem] = []
+    if spec.managed_by is not None and spec.managed_by not in MANAGERS:
+        found.append(
+            Problem(
+                "spec.managedBy",
+                "ManagedBy must be trainer.kubeflow.org/trainjob-controller or "
+                "kueue.x-k8s.io/multikueue if set",
+            )
+        )
+    if not spec.runtime_ref.name:
+        found.append(Problem("spec.runtimeRef.name", "required: the training runtime's name"))
+    if spec.runtime_ref.kind not in RUNTIME_KINDS:
+        found.append(
+            Problem(
+                "spec.runtimeRef.kind",
+                f"must be ClusterTrainingRuntime or TrainingRuntime "
+                f"(got {spec.runtime_ref.kind!r}): Trainer has no runtime of that kind",
+            )
+        )
+    trainer = spec.trainer
+    if trainer is not None:
+        if trainer.num_nodes is not None and trainer.num_nodes < 1:
+            found.append(
+                Problem(
+                    "spec.trainer.numNodes",
+                    f"should be greater than or equal to 1 (got {trainer.num_nodes})",
+                )
+            )
+        proc = trainer.num_proc_per_node
+        if isinstance(proc, str) and proc not in PROC_NAMES:
+            found.append(
+                Problem(
+                    "spec.trainer.numProcPerNode",
+                    f"Invalid value: {json.dumps(proc)}: must have an int value or "
+                    f"{list(PROC_NAMES)}",
+                )
+            )
+    if spec.initializer is not None:
+        for which in ("dataset", "model"):
+            source = getattr(spec.initializer, which)
+            uri = source.storage_uri if source is not None else None
+            if uri and not _URI.match(uri):
+                found.append(
+                    Problem(
+                        f"spec.initializer.{which}.storageUri",
+                        "storageUri may be empty, or it must be a valid URI (scheme://...)",
+                    )
+                )
+    return found

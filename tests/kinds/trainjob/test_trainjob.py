@@ -1,0 +1,308 @@
+"""TrainJob rendered to the JobSet Kubeflow Trainer v2.3.0 would create, from its released
+runtimes or a user's own; refused with Trainer's reasons where its webhook refuses."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import REPO, schema_problems
+from trainjobs.cli import main
+from trainjobs.core.errors import SpecError
+from trainjobs.core.jobset import child_jobs
+from trainjobs.kinds.registry import load_job, parse_job
+
+EXAMPLE = REPO / "jobs" / "trainjob-torch.yaml"
+
+
+def trainjob(runtime: str = "torch-distributed", **trainer: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "tj"},
+        "spec": {"runtimeRef": {"name": runtime}, "trainer": trainer},
+    }
+
+
+def the_jobset(job: dict[str, Any]) -> dict[str, Any]:
+    manifests = parse_job(job, "tj.yaml").graph.manifests()
+    return next(m for m in manifests if m["kind"] == "JobSet")
+
+
+def node_container(jobset: dict[str, Any], replicated: str = "node") -> dict[str, Any]:
+    job = next(j for j in jobset["spec"]["replicatedJobs"] if j["name"] == replicated)
+    pod = job["template"]["spec"]["template"]["spec"]
+    return next(c for c in pod["containers"] if c["name"] == "node")
+
+
+def test_the_torch_example_is_trainers_jobset_with_the_users_command_and_pet_env():
+    job = load_job(EXAMPLE)
+    (jobset,) = job.graph.manifests()
+    replicated = jobset["spec"]["replicatedJobs"][0]
+    container = node_container(jobset)
+
+    assert (job.kind, job.name, job.success_jobs, job.queued) == (
+        "TrainJob",
+        "trainjob-torch",
+        ("trainjob-torch-node-0",),
+        True,
+    )
+    assert (replicated["name"], replicated["replicas"]) == ("node", 1)
+    assert {k: replicated["template"]["spec"][k] for k in ("parallelism", "completions")} == {
+        "parallelism": 2,
+        "completions": 2,
+    }
+    assert container["command"] == ["torchrun", "/train_pytorch.py"]
+    assert "args" not in container
+    assert container["image"] == "trainjobs/pytorch:2.13.0-cpu"
+    assert container["env"] == [
+        {"name": "PET_NNODES", "value": "2"},
+        {"name": "PET_NPROC_PER_NODE", "value": "1"},
+        {
+            "name": "PET_NODE_RANK",
+            "valueFrom": {
+                "fieldRef": {
+                    "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+                }
+            },
+        },
+        {"name": "PET_MASTER_ADDR", "value": "trainjob-torch-node-0-0.trainjob-torch"},
+        {"name": "PET_MASTER_PORT", "value": "29500"},
+    ]
+    assert container["ports"] == [{"containerPort": 29500}]
+    assert replicated["template"]["metadata"]["labels"] == {
+        "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"
+    }
+
+
+def test_the_jobset_controller_puts_trainers_pods_under_the_trainjobs_subdomain():
+    (jobset,) = load_job(EXAMPLE).graph.manifests()
+    (child,) = child_jobs(jobset)
+
+    assert child["metadata"]["name"] == "trainjob-torch-node-0"
+    assert child["spec"]["template"]["spec"]["subdomain"] == "trainjob-torch"
+
+
+def test_the_rendered_jobset_and_its_jobs_pass_the_strict_schemas():
+    (jobset,) = load_job(EXAMPLE).graph.manifests()
+
+    assert schema_problems(jobset) == []
+
+
+def test_the_users_env_comes_before_the_policys_and_num_proc_resolves_from_cpus():
+    jobset = the_jobset(
+        trainjob(
+            env=[{"name": "EPOCHS", "value": "3"}],
+            resourcesPerNode={"requests": {"cpu": "2500m"}},
+        )
+    )
+
+    env = node_container(jobset)["env"]
+    assert [item["name"] for item in env] == [
+        "EPOCHS",
+        "PET_NNODES",
+        "PET_NPROC_PER_NODE",
+        "PET_NODE_RANK",
+        "PET_MASTER_ADDR",
+        "PET_MASTER_PORT",
+    ]
+    assert env[2] == {"name": "PET_NPROC_PER_NODE", "value": "3"}
+    assert env[1] == {"name": "PET_NNODES", "value": "1"}
+
+
+def test_with_gpus_num_proc_per_node_stays_auto_for_torchrun():
+    jobset = the_jobset(trainjob(resourcesPerNode={"limits": {"nvidia.com/gpu": 4}}))
+
+    assert node_container(jobset)["env"][1] == {"name": "PET_NPROC_PER_NODE", "value": "auto"}
+    assert node_container(jobset)["resources"] == {"limits": {"nvidia.com/gpu": 4}}
+
+
+def refusal(job: dict[str, Any]) -> list[str]:
+    with pytest.raises(SpecError) as caught:
+        parse_job(job, "tj.yaml")
+    return [str(problem) for problem in caught.value.problems]
+
+
+def test_a_runtime_that_does_not_exist_is_refused_listing_the_runtimes_there_are():
+    assert refusal(trainjob("torch-distributed-v2")) == [
+        'spec.runtimeRef: clustertrainingruntimes.trainer.kubeflow.org "torch-distributed-v2" '
+        "not found: specified clusterTrainingRuntime must be created before the TrainJob is "
+        "created; the runtimes there are ClusterTrainingRuntime/deepspeed-distributed, "
+        "ClusterTrainingRuntime/jax-distributed, ClusterTrainingRuntime/mlx-distributed, "
+        "ClusterTrainingRuntime/torch-distributed, ClusterTrainingRuntime/xgboost-distributed "
+        "(Kubeflow Trainer v2.3.0's, and those given beside the TrainJob in its file)"
+    ]
+
+
+def test_the_cli_exits_2_on_a_missing_runtime(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    path = tmp_path / "tj.yaml"
+    path.write_text(yaml.safe_dump(trainjob("mpi-distributed")))
+
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"{path}: invalid job spec (1 problem(s))"
+    assert err[1].startswith(
+        '  spec.runtimeRef: clustertrainingruntimes.trainer.kubeflow.org "mpi-distributed" not '
+        "found: specified clusterTrainingRuntime must be created before the TrainJob is created"
+    )
+
+
+def test_reserved_torch_env_is_refused_with_trainers_reason():
+    assert refusal(trainjob(env=[{"name": "PET_NNODES", "value": "4"}])) == [
+        "spec.trainer.env: must not have reserved envs, invalid envs configured: [PET_NNODES]"
+    ]
+
+
+def test_the_crds_rules_on_name_and_managed_by_are_trainers():
+    job = trainjob()
+    job["metadata"]["name"] = "Train_Job"
+    job["spec"]["managedBy"] = "example.com/other"
+
+    assert refusal(job) == [
+        "metadata.name: metadata.name must match RFC 1035 DNS label format",
+        "spec.managedBy: ManagedBy must be trainer.kubeflow.org/trainjob-controller or "
+        "kueue.x-k8s.io/multikueue if set",
+    ]
+
+
+RUNTIME = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+    "kind": "ClusterTrainingRuntime",
+    "metadata": {"name": "torch-distributed"},
+    "spec": {
+        "mlPolicy": {"numNodes": 3, "torch": {}},
+        "podGroupPolicy": {"coscheduling": {}},
+        "template": {
+            "spec": {
+                "replicatedJobs": [
+                    {
+                        "name": "node",
+                        "template": {
+                            "metadata": {
+                                "labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
+                            },
+                            "spec": {
+                                "template": {
+                                    "spec": {
+                                        "containers": [
+                                            {
+                                                "name": "node",
+                                                "image": "example.com/torch:1",
+                                                "resources": {"requests": {"cpu": "2"}},
+                                            }
+                                        ]
+                                    }
+                                }
+                            },
+                        },
+                    }
+                ]
+            }
+        },
+    },
+}
+
+
+def test_a_runtime_given_beside_the_trainjob_wins_over_the_released_one_of_its_name(
+    tmp_path: Path,
+):
+    path = tmp_path / "tj.yaml"
+    path.write_text(yaml.safe_dump_all([trainjob(command=["torchrun", "train.py"]), RUNTIME]))
+
+    job = load_job(path)
+    group, jobset = job.graph.manifests()
+    container = node_container(jobset)
+
+    assert (container["image"], container["env"][0], container["env"][1]) == (
+        "example.com/torch:1",
+        {"name": "PET_NNODES", "value": "3"},
+        {"name": "PET_NPROC_PER_NODE", "value": "2"},
+    )
+    assert group["kind"] == "PodGroup"
+    assert group["apiVersion"] == "scheduling.x-k8s.io/v1alpha1"
+    assert group["spec"] == {
+        "minMember": 3,
+        "minResources": {"cpu": "6"},
+        "scheduleTimeoutSeconds": 60,
+    }
+    pod_labels = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]
+    assert pod_labels == {"labels": {"scheduling.x-k8s.io/pod-group": "tj"}}
+    assert job.gang_min_member == 3
+
+
+def test_a_deepspeed_trainjob_gets_trainers_hostfile_ssh_secret_and_open_mpi_env():
+    job = trainjob("deepspeed-distributed", numNodes=3, command=["mpirun", "python", "t.py"])
+    secret, config_map, jobset = parse_job(job, "tj.yaml").graph.manifests()
+    launcher = node_container(jobset, "launcher")
+
+    assert (secret["kind"], secret["metadata"]["name"], secret["type"]) == (
+        "Secret",
+        "tj-mpi-ssh-auth",
+        "kubernetes.io/ssh-auth",
+    )
+    assert config_map["data"] == {
+        "hostfile": "tj-node-0-0.tj slots=1\ntj-node-0-1.tj slots=1\ntj-launcher-0-0.tj slots=1\n"
+    }
+    assert launcher["command"] == ["mpirun", "python", "t.py"]
+    assert launcher["env"] == [
+        {"name": "OMPI_MCA_orte_default_hostfile", "value": "/etc/mpi/hostfile"},
+        {"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "true"},
+        {"name": "OMPI_MCA_orte_set_default_slots", "value": "1"},
+        {"name": "OMPI_MCA_plm_rsh_args", "value": "-o ConnectionAttempts=10"},
+    ]
+    assert launcher["volumeMounts"] == [
+        {"name": "mpi-ssh-auth", "mountPath": "/home/mpiuser/.ssh"},
+        {"name": "mpi-hostfile", "mountPath": "/etc/mpi"},
+    ]
+    node = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]
+    assert (node["parallelism"], node["completions"]) == (2, 2)
+    assert jobset["spec"]["successPolicy"] == {
+        "operator": "All",
+        "targetReplicatedJobs": ["launcher"],
+    }
+    assert parse_job(job, "tj.yaml").success_jobs == ("tj-launcher-0",)
+
+
+def test_runtime_patches_of_a_container_the_runtime_lacks_are_refused():
+    job = trainjob()
+    job["spec"]["runtimePatches"] = [
+        {
+            "manager": "example.com/tool",
+            "trainingRuntimeSpec": {
+                "template": {
+                    "spec": {
+                        "replicatedJobs": [
+                            {
+                                "name": "node",
+                                "template": {
+                                    "spec": {
+                                        "template": {"spec": {"containers": [{"name": "sidecar"}]}}
+                                    }
+                                },
+                            }
+                        ]
+                    }
+                }
+            },
+        }
+    ]
+    assert refusal(job) == [
+        "spec.runtimePatches: must not have container that doesn't exist in the runtime job node"
+    ]
+
+
+def test_pod_template_overrides_reach_their_target_jobs_pods():
+    job = copy.deepcopy(trainjob())
+    job["spec"]["podTemplateOverrides"] = [
+        {
+            "targetJobs": [{"name": "node"}],
+            "spec": {"nodeSelector": {"pool": "gpu"}, "serviceAccountName": "trainer"},
+        }
+    ]
+    pod = the_jobset(job)["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+
+    assert (pod["nodeSelector"], pod["serviceAccountName"]) == ({"pool": "gpu"}, "trainer")
