@@ -185,7 +185,7 @@ def _trainjob(
         success_any=plan.success_any,
         warnings=tuple(plan.warnings),
         gang_min_member=plan.pods if plan.gang else None,
-        anchor=("JobSet", plan.name),
+        anchor=("ConfigMap", trainjob.anchor_name(plan.name)),
         suspend=plan.suspend,
         queued=True,
     )

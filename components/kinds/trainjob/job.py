@@ -1,10 +1,10 @@
 """A TrainJob document (and the runtimes given beside it) in, its validated plan and graph out.
 
 The graph is what Kubeflow Trainer's controller would create for the TrainJob, without the
-controller: the MPI hostfile ConfigMap and ssh-auth Secret and the PodGroup first, then the
-JobSet (:mod:`.render`), whose own controller creates the Jobs, pods and headless Service. The
-TrainJob object itself is not created: no Trainer controller would read it. The JobSet's
-success is the job's success.
+controller: trainjobs' own ConfigMap (:func:`anchor_name`), the MPI hostfile ConfigMap and
+ssh-auth Secret and the PodGroup first, then the JobSet (:mod:`.render`), whose own controller
+creates the Jobs, pods and headless Service. The TrainJob object itself is not created: no
+Trainer controller would read it. The JobSet's success is the job's success.
 
 The dataset and model initializers are rendered as Trainer renders them. A local run cannot
 download from a model hub: the initializers' images and downloads are Trainer's, so a warning
@@ -26,7 +26,14 @@ from trainjobs.kinds.chainer.ssh_assets import KEY_ANNOTATION
 from trainjobs.kinds.trainjob import runtimes, spec
 from trainjobs.kinds.trainjob.render import Rendered, render
 
-LOCAL_KEY = "trainjobs.io/local-run"
+ANCHOR_SUFFIX = "-trainjob"
+
+
+def anchor_name(job: str) -> str:
+    """trainjobs' own ConfigMap for the TrainJob: the runtime it was rendered from, and the
+    anchor on which the completion watcher finds the job and records its runs (Trainer keeps
+    both on the TrainJob, which no controller reads here)."""
+    return f"{job}{ANCHOR_SUFFIX}"
 
 
 @dataclass(frozen=True)
@@ -83,7 +90,7 @@ def parse(
     return TrainJobPlan(
         name=name,
         namespace=namespace,
-        graph=_graph(name, namespace, rendered),
+        graph=_graph(name, namespace, rendered, runtime),
         success_jobs=_child_jobs(rendered, deciding=True),
         other_jobs=_child_jobs(rendered, deciding=False),
         success_any=rendered.success_any,
@@ -119,9 +126,16 @@ def _initializer_warnings(train: spec.TrainJobSpec) -> list[Problem]:
     ]
 
 
-def _graph(name: str, namespace: str, rendered: Rendered) -> Graph:
+def _graph(name: str, namespace: str, rendered: Rendered, runtime: runtimes.Runtime) -> Graph:
     graph = Graph(job=name, kind=spec.KIND, namespace=namespace)
-    before: list[Node] = []
+    labels = rendered.jobset["metadata"]["labels"]
+    anchor = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": anchor_name(name), "namespace": namespace, "labels": labels},
+        "data": {"runtime": f"{runtime.key} ({runtime.source})"},
+    }
+    before: list[Node] = [graph.add(anchor)]
     for manifest in rendered.beside:
         if manifest["kind"] == "Secret":
             # Its key pair is made once per job, at deploy time or for a local run.

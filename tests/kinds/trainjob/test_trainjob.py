@@ -41,7 +41,7 @@ def node_container(jobset: dict[str, Any], replicated: str = "node") -> dict[str
 
 def test_the_torch_example_is_trainers_jobset_with_the_users_command_and_pet_env():
     job = load_job(EXAMPLE)
-    (jobset,) = job.graph.manifests()
+    anchor, jobset = job.graph.manifests()
     replicated = jobset["spec"]["replicatedJobs"][0]
     container = node_container(jobset)
 
@@ -51,6 +51,12 @@ def test_the_torch_example_is_trainers_jobset_with_the_users_command_and_pet_env
         ("trainjob-torch-node-0",),
         True,
     )
+    assert (anchor["kind"], anchor["metadata"]["name"], anchor["data"]) == (
+        "ConfigMap",
+        "trainjob-torch-trainjob",
+        {"runtime": "ClusterTrainingRuntime/torch-distributed (Kubeflow Trainer v2.3.0)"},
+    )
+    assert job.anchor == ("ConfigMap", "trainjob-torch-trainjob")
     assert (replicated["name"], replicated["replicas"]) == ("node", 1)
     assert {k: replicated["template"]["spec"][k] for k in ("parallelism", "completions")} == {
         "parallelism": 2,
@@ -80,7 +86,7 @@ def test_the_torch_example_is_trainers_jobset_with_the_users_command_and_pet_env
 
 
 def test_the_jobset_controller_puts_trainers_pods_under_the_trainjobs_subdomain():
-    (jobset,) = load_job(EXAMPLE).graph.manifests()
+    _, jobset = load_job(EXAMPLE).graph.manifests()
     (child,) = child_jobs(jobset)
 
     assert child["metadata"]["name"] == "trainjob-torch-node-0"
@@ -88,9 +94,8 @@ def test_the_jobset_controller_puts_trainers_pods_under_the_trainjobs_subdomain(
 
 
 def test_the_rendered_jobset_and_its_jobs_pass_the_strict_schemas():
-    (jobset,) = load_job(EXAMPLE).graph.manifests()
-
-    assert schema_problems(jobset) == []
+    for manifest in load_job(EXAMPLE).graph.manifests():
+        assert schema_problems(manifest) == []
 
 
 def test_the_users_env_comes_before_the_policys_and_num_proc_resolves_from_cpus():
@@ -214,7 +219,7 @@ def test_a_runtime_given_beside_the_trainjob_wins_over_the_released_one_of_its_n
     path.write_text(yaml.safe_dump_all([trainjob(command=["torchrun", "train.py"]), RUNTIME]))
 
     job = load_job(path)
-    group, jobset = job.graph.manifests()
+    anchor, group, jobset = job.graph.manifests()
     container = node_container(jobset)
 
     assert (container["image"], container["env"][0], container["env"][1]) == (
@@ -222,6 +227,7 @@ def test_a_runtime_given_beside_the_trainjob_wins_over_the_released_one_of_its_n
         {"name": "PET_NNODES", "value": "3"},
         {"name": "PET_NPROC_PER_NODE", "value": "2"},
     )
+    assert anchor["data"] == {"runtime": f"ClusterTrainingRuntime/torch-distributed ({path})"}
     assert group["kind"] == "PodGroup"
     assert group["apiVersion"] == "scheduling.x-k8s.io/v1alpha1"
     assert group["spec"] == {
@@ -236,7 +242,7 @@ def test_a_runtime_given_beside_the_trainjob_wins_over_the_released_one_of_its_n
 
 def test_a_deepspeed_trainjob_gets_trainers_hostfile_ssh_secret_and_open_mpi_env():
     job = trainjob("deepspeed-distributed", numNodes=3, command=["mpirun", "python", "t.py"])
-    secret, config_map, jobset = parse_job(job, "tj.yaml").graph.manifests()
+    _, secret, config_map, jobset = parse_job(job, "tj.yaml").graph.manifests()
     launcher = node_container(jobset, "launcher")
 
     assert (secret["kind"], secret["metadata"]["name"], secret["type"]) == (
