@@ -85,6 +85,14 @@ def parse(
     rendered = render(name, namespace, train, runtime, js_labels, problems)
     _check_templates(rendered, problems, warnings)
     warnings += _initializer_warnings(train)
+    if train.active_deadline_seconds:
+        warnings.append(
+            Problem(
+                "spec.activeDeadlineSeconds",
+                "Trainer's controller enforces it on the TrainJob, which is not created here, "
+                "so it has no effect; set activeDeadlineSeconds on the runtime's Jobs instead",
+            )
+        )
     if problems:
         raise SpecError(source, problems, warnings)
     return TrainJobPlan(

@@ -1,6 +1,6 @@
-"""A TrainJob's changes to its runtime's JobSet template: runtimePatches (v2.2+),
-podTemplateOverrides (v2.1) and podSpecOverrides (v2.0), applied as Trainer applies them, and
-the webhook's checks of them.
+"""A TrainJob's changes to its runtime's JobSet template, applied and checked as Trainer does.
+
+runtimePatches (v2.2+), podTemplateOverrides (v2.1) and podSpecOverrides (v2.0).
 
 Sources: kubeflow/trainer v2.3.0 ``pkg/runtime/core/trainingruntime.go``
 (``newRuntimeInfo``: a patch's template metadata joins the JobSet's labels and annotations;

@@ -1,5 +1,6 @@
-"""A TrainJob rendered to the JobSet Kubeflow Trainer's controller would create, and the objects
-beside it (an MPI hostfile ConfigMap and ssh-auth Secret, a PodGroup).
+"""A TrainJob rendered to the JobSet Kubeflow Trainer's controller would create.
+
+Beside it: an MPI hostfile ConfigMap and ssh-auth Secret, a PodGroup.
 
 Trainer builds the JobSet from the runtime's template in this order (kubeflow/trainer v2.3.0,
 commit 658725bdae5c7e3a0854d93ac6ff492e109a22ab: ``pkg/runtime/core/trainingruntime.go``

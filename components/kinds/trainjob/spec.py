@@ -1,5 +1,4 @@
-"""TrainJob (``trainer.kubeflow.org/v1alpha1``) spec models, checked as Trainer's API server and
-webhook check them.
+"""TrainJob (``trainer.kubeflow.org/v1alpha1``) spec models, checked as Trainer checks them.
 
 Kubeflow Trainer v2's TrainJob names a training runtime (``runtimeRef``) and overrides its
 trainer. The models take the fields of every release: ``labels``, ``annotations`` and

@@ -312,3 +312,14 @@ def test_pod_template_overrides_reach_their_target_jobs_pods():
     pod = the_jobset(job)["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
 
     assert (pod["nodeSelector"], pod["serviceAccountName"]) == ({"pool": "gpu"}, "trainer")
+
+
+def test_active_deadline_seconds_warns_that_only_trainers_controller_enforces_it():
+    job = trainjob()
+    job["spec"]["activeDeadlineSeconds"] = 600
+
+    assert [str(w) for w in parse_job(job, "tj.yaml").warnings] == [
+        "spec.activeDeadlineSeconds: Trainer's controller enforces it on the TrainJob, which is "
+        "not created here, so it has no effect; set activeDeadlineSeconds on the runtime's Jobs "
+        "instead"
+    ]
