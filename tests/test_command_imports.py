@@ -82,5 +82,11 @@ def test_the_registry_names_each_kind_as_its_models_do():
     from trainjobs.kinds.pytorch import spec as pytorch_spec
     from trainjobs.kinds.registry import KINDS
     from trainjobs.kinds.tensorflow import spec as tensorflow_spec
+    from trainjobs.kinds.trainjob import spec as trainjob_spec
 
-    assert list(KINDS) == [chainer_spec.KIND, tensorflow_spec.KIND, pytorch_spec.KIND]
+    assert list(KINDS) == [
+        chainer_spec.KIND,
+        tensorflow_spec.KIND,
+        pytorch_spec.KIND,
+        trainjob_spec.KIND,
+    ]

@@ -22,7 +22,6 @@ from trainjobs.core.graph import Graph, GraphOptions, Node
 from trainjobs.core.labels import common_labels
 from trainjobs.core.pod_rules import check_template_rules
 from trainjobs.core.pod_schema import check_template_types
-from trainjobs.kinds.chainer.ssh_assets import KEY_ANNOTATION
 from trainjobs.kinds.trainjob import runtimes, spec
 from trainjobs.kinds.trainjob.render import Rendered, render
 
@@ -144,14 +143,8 @@ def _graph(name: str, namespace: str, rendered: Rendered, runtime: runtimes.Runt
         "data": {"runtime": f"{runtime.key} ({runtime.source})"},
     }
     before: list[Node] = [graph.add(anchor)]
-    for manifest in rendered.beside:
-        if manifest["kind"] == "Secret":
-            # Its key pair is made once per job, at deploy time or for a local run.
-            manifest["metadata"]["annotations"] = {
-                KEY_ANNOTATION: "key pair made at deploy time (data: ssh-privatekey, "
-                "ssh-publickey); never rendered"
-            }
-        before.append(graph.add(manifest))
+    # An ssh-auth Secret gets its key pair at deploy time or for a local run, never rendered.
+    before += [graph.add(manifest) for manifest in rendered.beside]
     graph.add(rendered.jobset, *before)
     return graph
 
