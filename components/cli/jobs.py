@@ -86,8 +86,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     validate = subparsers.add_parser(
         "validate",
         help="validate job spec files",
-        description="Check each job spec (ChainerJob, TFJob, PyTorchJob) as the API server and "
-        "the operators would, build its resource graph, and print one line per valid file; "
+        description="Check each job spec (ChainerJob, TFJob, PyTorchJob, TrainJob) as the API "
+        "server and the operators would, build its resource graph, and print one line per valid "
+        "file; "
         "each mistake is reported with its field path, value and fix.",
         epilog="exit codes: 0 all valid, 2 a file is invalid or unreadable",
     )

@@ -160,7 +160,7 @@ CASES: list[tuple[str, Mutation, str]] = [
     (
         "wrong-kind",
         lambda j: j.update(kind="MPIJob"),
-        "kind: must be one of ChainerJob, TFJob, PyTorchJob (got 'MPIJob')",
+        "kind: must be one of ChainerJob, TFJob, PyTorchJob, TrainJob (got 'MPIJob')",
     ),
     (
         "missing-name",
