@@ -72,6 +72,29 @@ def runtime_from(document: dict[str, Any], source: str, problems: list[Problem])
         )
         return None
     assert isinstance(spec, dict) and isinstance(template, dict)
+    before = len(problems)
+    for index, job in enumerate(jobs):
+        path = f"{where}.spec.template.spec.replicatedJobs[{index}]"
+        pod = ((job.get("template") or {}).get("spec") or {}).get("template")
+        if not isinstance(job.get("name"), str) or not job["name"]:
+            problems.append(Problem(f"{path}.name", "required: the replicated Job's name"))
+        elif not isinstance(pod, dict) or not isinstance(pod.get("spec"), dict):
+            problems.append(
+                Problem(f"{path}.template.spec.template.spec", "required: the Job's pod spec")
+            )
+        elif not all(
+            isinstance(c, dict)
+            for group in ("initContainers", "containers")
+            for c in pod["spec"].get(group) or []
+        ):
+            problems.append(
+                Problem(f"{path}.template.spec.template.spec", "containers must be mappings")
+            )
+    for section in ("mlPolicy", "podGroupPolicy"):
+        if not isinstance(spec.get(section) or {}, dict):
+            problems.append(Problem(f"{where}.spec.{section}", "must be a mapping"))
+    if len(problems) > before:
+        return None
     return Runtime(
         kind=kind,
         name=name,

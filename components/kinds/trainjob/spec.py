@@ -154,6 +154,19 @@ def _spec_problems(spec: TrainJobSpec) -> list[Problem]:
             )
         )
     trainer = spec.trainer
+    sources = [("spec.trainer.env", trainer.env if trainer is not None else [])]
+    if spec.initializer is not None:
+        sources += [
+            (f"spec.initializer.{which}.env", source.env)
+            for which in ("dataset", "model")
+            if (source := getattr(spec.initializer, which)) is not None
+        ]
+    for path, env in sources:
+        found += [
+            Problem(f"{path}[{index}].name", "Required value: an env var's name")
+            for index, item in enumerate(env)
+            if not isinstance(item.get("name"), str) or not item.get("name")
+        ]
     if trainer is not None:
         if trainer.num_nodes is not None and trainer.num_nodes < 1:
             found.append(

@@ -323,3 +323,35 @@ def test_active_deadline_seconds_warns_that_only_trainers_controller_enforces_it
         "not created here, so it has no effect; set activeDeadlineSeconds on the runtime's Jobs "
         "instead"
     ]
+
+
+def test_a_malformed_runtime_beside_the_trainjob_is_refused_by_field(tmp_path: Path):
+    runtime = copy.deepcopy(RUNTIME)
+    runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"] = {"spec": {}}
+    path = tmp_path / "tj.yaml"
+    path.write_text(yaml.safe_dump_all([trainjob(), runtime]))
+
+    with pytest.raises(SpecError) as caught:
+        load_job(path)
+    assert [str(p) for p in caught.value.problems] == [
+        "ClusterTrainingRuntime/torch-distributed.spec.template.spec.replicatedJobs[0]"
+        ".template.spec.template.spec: required: the Job's pod spec"
+    ]
+
+
+def test_an_env_var_without_a_name_is_refused():
+    assert refusal(trainjob(env=[{"value": "3"}])) == [
+        "spec.trainer.env[0].name: Required value: an env var's name"
+    ]
+
+
+def test_two_trainjobs_in_one_file_with_a_runtime_are_refused(tmp_path: Path):
+    path = tmp_path / "tj.yaml"
+    path.write_text(yaml.safe_dump_all([trainjob(), trainjob(), RUNTIME]))
+
+    with pytest.raises(SpecError) as caught:
+        load_job(path)
+    assert [str(p) for p in caught.value.problems] == [
+        "items: training runtimes (ClusterTrainingRuntime, TrainingRuntime) go beside exactly "
+        "one TrainJob (got ['TrainJob', 'TrainJob']): one job per file"
+    ]
