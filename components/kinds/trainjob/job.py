@@ -23,9 +23,11 @@ from trainjobs.core.labels import common_labels
 from trainjobs.core.pod_rules import check_template_rules
 from trainjobs.core.pod_schema import check_template_types
 from trainjobs.kinds.trainjob import runtimes, spec
+from trainjobs.kinds.trainjob.policies import ANCESTOR, NODE, TRAINER
 from trainjobs.kinds.trainjob.render import Rendered, render
 
 ANCHOR_SUFFIX = "-trainjob"
+SUPPORTED_POLICIES = {"numNodes", "torch", "mpi", "jax", "xgboost"}
 
 
 def anchor_name(job: str) -> str:
@@ -76,14 +78,29 @@ def parse(
         raise SpecError(source, problems, warnings)
     name, train = read.name, read.spec
     namespace = read.namespace or namespace
-    runtime = runtimes.lookup(train.runtime_ref, given)
+    runtime = runtimes.lookup(train.runtime_ref, given, namespace)
     if runtime is None:
         raise SpecError(source, [runtimes.missing(train.runtime_ref, given)], warnings)
+    unsupported = sorted(set(runtime.ml_policy) - SUPPORTED_POLICIES)
+    if unsupported:
+        raise SpecError(
+            source,
+            [
+                Problem(
+                    "spec.runtimeRef.name",
+                    f"{runtime.key} has mlPolicy.{unsupported[0]}, which trainjobs does not "
+                    f"render (Trainer's {unsupported[0]} plugin); use a runtime with "
+                    f"{', '.join(sorted(SUPPORTED_POLICIES - {'numNodes'}))} or none",
+                )
+            ],
+            warnings,
+        )
     labels = common_labels(name, spec.KIND, "trainer", jobset.without_kueue_labels(read.labels))
     js_labels = {**labels, **jobset.kueue_labels(read.labels)}
     rendered = render(name, namespace, train, runtime, js_labels, problems)
     _check_templates(rendered, problems, warnings)
     warnings += _initializer_warnings(train)
+    warnings += _trainer_warnings(train, rendered)
     if train.active_deadline_seconds:
         warnings.append(
             Problem(
@@ -131,6 +148,28 @@ def _initializer_warnings(train: spec.TrainJobSpec) -> list[Problem]:
         for which in ("dataset", "model")
         if getattr(train.initializer, which) is not None
     ]
+
+
+def _trainer_warnings(train: spec.TrainJobSpec, rendered: Rendered) -> list[Problem]:
+    """Trainer applies ``spec.trainer`` to the trainer Job's container named ``node`` only."""
+    if train.trainer is None:
+        return []
+    for job in rendered.jobset["spec"]["replicatedJobs"]:
+        labels = (job["template"].get("metadata") or {}).get("labels") or {}
+        if labels.get(ANCESTOR) != TRAINER:
+            continue
+        pod = job["template"]["spec"]["template"]["spec"]
+        names = [str(c.get("name")) for c in pod.get("containers") or []]
+        if NODE not in names:
+            return [
+                Problem(
+                    "spec.trainer",
+                    f"the runtime's trainer Job {job['name']!r} has no container named 'node' "
+                    f"(it has {', '.join(names)}), so Trainer applies none of spec.trainer's "
+                    "image, command, args, env and policy env to it; name it 'node'",
+                )
+            ]
+    return []
 
 
 def _graph(name: str, namespace: str, rendered: Rendered, runtime: runtimes.Runtime) -> Graph:

@@ -39,6 +39,8 @@ class Runtime:
     """``spec.template``: the JobSet's metadata and spec."""
     source: str
     """Where it was declared: the TrainJob's file, or Trainer's release."""
+    namespace: str | None = None
+    """A TrainingRuntime's namespace (None: the TrainJob's)."""
 
     @property
     def key(self) -> str:
@@ -102,6 +104,7 @@ def runtime_from(document: dict[str, Any], source: str, problems: list[Problem])
         pod_group_policy=dict(spec.get("podGroupPolicy") or {}),
         template=copy.deepcopy(template),
         source=source,
+        namespace=(document.get("metadata") or {}).get("namespace"),
     )
 
 
@@ -117,10 +120,13 @@ def shipped() -> tuple[Runtime, ...]:
     return tuple(runtime for runtime in found if runtime is not None)
 
 
-def lookup(ref: RuntimeRef, given: list[Runtime]) -> Runtime | None:
-    """The runtime ``ref`` names: one given beside the TrainJob first, then a released one."""
+def lookup(ref: RuntimeRef, given: list[Runtime], namespace: str) -> Runtime | None:
+    """The runtime ``ref`` names: one given beside the TrainJob first, then a released one.
+    A TrainingRuntime is namespaced: only one in the TrainJob's namespace is found."""
     for runtime in [*given, *shipped()]:
         if runtime.kind == ref.kind and runtime.name == ref.name:
+            if runtime.kind == "TrainingRuntime" and runtime.namespace not in (None, namespace):
+                continue
             return copy.deepcopy(runtime)
     return None
 
