@@ -16,6 +16,7 @@ import pulumi_kubernetes as k8s
 
 from trainjobs.cluster.target import WATCH_ANNOTATION, WatchTarget
 from trainjobs.core.graph import Manifest, Node
+from trainjobs.core.jobset import QUEUE_LABEL
 from trainjobs.deploy.ssh_key import ssh_secret_data
 from trainjobs.deploy.watch_target import WORKLOAD_KINDS, watch_target
 from trainjobs.kinds.chainer import ssh_assets
@@ -188,7 +189,12 @@ class TrainingJob(pulumi.ComponentResource):
         self.target: WatchTarget = watch_target(job, gated=gated)
         self.notices: list[str] = ttl_notices(job, watched=watched)
         """Things the program could not do as the spec says (logged as warnings)."""
-        held = job.queued and job.suspend
+        # Only Kueue would unsuspend a JobSet whatever its spec says (a TrainJob's JobSet
+        # without a queue label is created suspended, as Trainer creates it).
+        held = job.suspend and any(
+            node.kind == "JobSet" and QUEUE_LABEL in (node.manifest["metadata"].get("labels") or {})
+            for node in job.graph.nodes
+        )
         if held:
             self.notices.append(
                 "runPolicy.suspend: the JobSet of a Kueue-queued job is not created while its "

@@ -186,7 +186,7 @@ def _trainjob(
         warnings=tuple(plan.warnings),
         gang_min_member=plan.pods if plan.gang else None,
         anchor=("ConfigMap", trainjob.anchor_name(plan.name)),
-        suspend=plan.suspend,
+        suspend=plan.suspend and not plan.kueue,
         queued=True,
     )
 

@@ -83,3 +83,17 @@ def test_trainjobs_watch_sees_a_deployed_trainjob_through(
     assert capsys.readouterr().out.startswith(
         "job default/trainjob-torch Succeeded (CompletionsReached: "
     )
+
+
+def test_a_suspended_trainjobs_jobset_is_created_suspended_and_the_watcher_says_so(
+    kube: FakeKube, engine: Engine, tmp_path: Path
+) -> None:
+    install_jobset(kube)
+    document = spec("trainjob-torch")
+    document["spec"]["suspend"] = True
+    stack = Stack(tmp_path / "project", {"torch": document})
+    program = run_preview("test", stack.root)
+    engine.up(program)
+
+    assert engine.watch(program)[f"{NS}/trainjob-torch"]["phase"] == "Suspended"
+    assert kube.get("jobsets", "trainjob-torch")["spec"]["suspend"] is True

@@ -50,6 +50,9 @@ class TrainJobPlan:
     suspend: bool
     pods: int
     gang: bool
+    kueue: bool
+    """Labelled with a Kueue queue: Kueue admits the JobSet, and unsuspends it (a suspended
+    TrainJob is how Kueue's documentation queues one)."""
 
 
 def split_documents(document: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -122,6 +125,7 @@ def parse(
         suspend=bool(train.suspend),
         pods=rendered.pods,
         gang=any(m["kind"] == "PodGroup" for m in rendered.beside),
+        kueue=jobset.is_queued(read.labels),
     )
 
 

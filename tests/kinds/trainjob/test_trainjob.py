@@ -355,3 +355,16 @@ def test_two_trainjobs_in_one_file_with_a_runtime_are_refused(tmp_path: Path):
         "items: training runtimes (ClusterTrainingRuntime, TrainingRuntime) go beside exactly "
         "one TrainJob (got ['TrainJob', 'TrainJob']): one job per file"
     ]
+
+
+def test_a_suspended_trainjob_in_a_kueue_queue_is_kueues_to_start():
+    job = trainjob()
+    job["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "training-queue", "team": "a"}
+    job["spec"]["suspend"] = True
+    definition = parse_job(job, "tj.yaml")
+    jobset = next(m for m in definition.graph.manifests() if m["kind"] == "JobSet")
+
+    assert (definition.suspend, jobset["spec"]["suspend"]) == (False, True)
+    assert jobset["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "training-queue"
+    assert "team" in jobset["metadata"]["labels"]
+    assert parse_job(trainjob() | {"spec": {**trainjob()["spec"], "suspend": True}}, "t").suspend
