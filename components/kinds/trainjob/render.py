@@ -144,10 +144,33 @@ def render(
     if js_annotations:
         manifest["metadata"]["annotations"] = js_annotations
     pods = sum(p.count * int(p.job.get("replicas", 1)) for p in pod_sets)
+    problems += _pod_name_problems(name, pod_sets)
     beside = _beside(runtime, enforced, pod_sets, name, namespace, labels, pods)
     success = js_spec["successPolicy"]
     targets = tuple(success.get("targetReplicatedJobs") or [p.name for p in pod_sets])
     return Rendered(manifest, beside, pods, targets, success.get("operator") == "Any")
+
+
+def _pod_name_problems(name: str, pod_sets: list[PodSet]) -> list[Problem]:
+    """The JobSet webhook's limit on its longest pod name, the random suffix included
+    (jobset ``pkg/webhooks/jobset_webhook.go``, ``ValidateCreate``)."""
+    longest = max(
+        (
+            f"{name}-{p.name}-{int(p.job.get('replicas', 1)) - 1}-{p.count - 1}-xxxxx"
+            for p in pod_sets
+        ),
+        key=len,
+    )
+    if len(longest) <= jobset.NAME_MAX:
+        return []
+    return [
+        Problem(
+            "metadata.name",
+            "JobSet name is too long, pod names generated for this JobSet will exceed 63 "
+            f"characters (the longest: {longest!r}, {len(longest)} characters); shorten the "
+            f"name to at most {jobset.NAME_MAX - (len(longest) - len(name))} characters",
+        )
+    ]
 
 
 def _trainer_overrides(pod_set: PodSet, spec: TrainJobSpec, as_node: bool) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import Field
 
-from trainjobs.core import documents
+from trainjobs.core import bounds, documents
 from trainjobs.core.errors import Problem
 from trainjobs.core.job_document import validate_section
 from trainjobs.core.models import ObjectMeta
@@ -168,6 +168,13 @@ def _spec_problems(spec: TrainJobSpec) -> list[Problem]:
             if not isinstance(item.get("name"), str) or not item.get("name")
         ]
     if trainer is not None:
+        too_many = (
+            bounds.replicas_problem(trainer.num_nodes, "spec.trainer.numNodes")
+            if trainer.num_nodes is not None
+            else None
+        )
+        if too_many is not None:
+            found.append(too_many)
         if trainer.num_nodes is not None and trainer.num_nodes < 1:
             found.append(
                 Problem(

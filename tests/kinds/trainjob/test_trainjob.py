@@ -368,3 +368,21 @@ def test_a_suspended_trainjob_in_a_kueue_queue_is_kueues_to_start():
     assert jobset["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "training-queue"
     assert "team" in jobset["metadata"]["labels"]
     assert parse_job(trainjob() | {"spec": {**trainjob()["spec"], "suspend": True}}, "t").suspend
+
+
+def test_a_name_whose_pods_names_the_jobset_webhook_refuses_is_refused():
+    job = trainjob(numNodes=12)
+    job["metadata"]["name"] = "a" * 50
+
+    assert refusal(job) == [
+        "metadata.name: JobSet name is too long, pod names generated for this JobSet will "
+        f"exceed 63 characters (the longest: {'a' * 50 + '-node-0-11-xxxxx'!r}, 66 characters); "
+        "shorten the name to at most 47 characters"
+    ]
+
+
+def test_num_nodes_beyond_the_pod_bound_is_refused():
+    assert refusal(trainjob(numNodes=5000)) == [
+        "spec.trainer.numNodes: must be at most 1000 (got 5000): a job may have at most 1000 "
+        "pods (each pod's objects and environment are written out); split it into smaller jobs"
+    ]
