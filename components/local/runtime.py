@@ -379,8 +379,8 @@ class Run:
                 f"{self.network.mode} network, run directory {self.run_dir}"
             )
             for node in self.job.graph.nodes:
-                if node.kind == "JobSet":
-                    queue = node.manifest["metadata"]["labels"].get(QUEUE_LABEL)
+                queue = (node.manifest["metadata"].get("labels") or {}).get(QUEUE_LABEL)
+                if node.kind == "JobSet" and queue is not None:
                     self.sink.event(
                         f"JobSet {node.name}: on a cluster Kueue admits it whole from queue "
                         f"{queue}; here its Jobs start as the JobSet controller creates them"

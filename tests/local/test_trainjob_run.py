@@ -33,6 +33,8 @@ def test_the_trainjob_example_succeeds_when_both_nodes_succeed(trainjob_run: Run
         "[trainjobs] message:  pods trainjob-torch-node-0-0, trainjob-torch-node-0-1 succeeded"
         in trainjob_run.lines
     )
+    # Kueue's admission is named only for a JobSet in a Kueue queue.
+    assert [line for line in trainjob_run.lines if "Kueue" in line] == []
 
 
 def test_torchrun_trains_over_two_nodes_and_prints_the_accuracy(trainjob_run: Run) -> None:
