@@ -53,3 +53,28 @@ def test_torchrun_trains_over_two_nodes_and_prints_the_accuracy(trainjob_run: Ru
 def test_the_trainjob_run_leaves_nothing_behind(trainjob_run: Run) -> None:
     assert leaks(trainjob_run) == []
     assert trainjob_run.summary["leftovers"] == []
+
+
+def test_kubeflows_own_multi_node_trainjob_runs_unchanged_on_three_nodes(tmp_path) -> None:
+    """kubeflow/trainer examples/yaml/01-multi-node.yaml (tests/corpus), the runtime's CUDA
+    image stood in for by the declared CPU one: torchrun on every node, ranks 0 to 2."""
+    if network.netns_available() is not None:
+        pytest.skip("needs root, iproute2 and util-linux (make system-deps)")
+    spec = REPO / "tests" / "corpus" / "trainjob-v1alpha1-kubeflow-trainer-yaml-01-multi-node.yaml"
+    stand_in = "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime=trainjobs/pytorch:2.13.0-cpu"
+    run = Run(spec, tmp_path / "run", "--map-image", stand_in)
+
+    assert run.exit_code == 0
+    assert sorted(
+        line
+        for line in run.lines
+        if line.endswith(("WORLD_SIZE: 3", "RANK: 0", "RANK: 1", "RANK: 2"))
+        and "LOCAL_RANK" not in line
+    ) == [
+        "[multi-node-example-node-0-0] RANK: 0",
+        "[multi-node-example-node-0-0] WORLD_SIZE: 3",
+        "[multi-node-example-node-0-1] RANK: 1",
+        "[multi-node-example-node-0-1] WORLD_SIZE: 3",
+        "[multi-node-example-node-0-2] RANK: 2",
+        "[multi-node-example-node-0-2] WORLD_SIZE: 3",
+    ]
