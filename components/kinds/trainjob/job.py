@@ -104,6 +104,15 @@ def parse(
     _check_templates(rendered, problems, warnings)
     warnings += _initializer_warnings(train)
     warnings += _trainer_warnings(train, rendered)
+    if train.managed_by == spec.MANAGERS[1]:
+        warnings.append(
+            Problem(
+                "spec.managedBy",
+                f"{spec.MANAGERS[1]}: on a cluster Trainer leaves the TrainJob to MultiKueue, "
+                "which runs it on a worker cluster; here its JobSet is created where the stack "
+                "deploys",
+            )
+        )
     if train.active_deadline_seconds:
         warnings.append(
             Problem(

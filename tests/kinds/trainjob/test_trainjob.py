@@ -386,3 +386,14 @@ def test_num_nodes_beyond_the_pod_bound_is_refused():
         "spec.trainer.numNodes: must be at most 1000 (got 5000): a job may have at most 1000 "
         "pods (each pod's objects and environment are written out); split it into smaller jobs"
     ]
+
+
+def test_a_trainjob_managed_by_multikueue_warns_where_its_jobset_runs():
+    job = trainjob()
+    job["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+
+    assert [str(w) for w in parse_job(job, "tj.yaml").warnings] == [
+        "spec.managedBy: kueue.x-k8s.io/multikueue: on a cluster Trainer leaves the TrainJob to "
+        "MultiKueue, which runs it on a worker cluster; here its JobSet is created where the "
+        "stack deploys"
+    ]
