@@ -81,6 +81,9 @@ def parse(
         raise SpecError(source, problems, warnings)
     name, train = read.name, read.spec
     namespace = read.namespace or namespace
+    problems += _resources_problems(train)
+    if problems:
+        raise SpecError(source, problems, warnings)
     runtime = runtimes.lookup(train.runtime_ref, given, namespace)
     if runtime is None:
         raise SpecError(source, [runtimes.missing(train.runtime_ref, given)], warnings)
@@ -136,6 +139,24 @@ def parse(
         gang=any(m["kind"] == "PodGroup" for m in rendered.beside),
         kueue=jobset.is_queued(read.labels),
     )
+
+
+def _resources_problems(train: spec.TrainJobSpec) -> list[Problem]:
+    """``resourcesPerNode`` as a container's resources, to the API server's schema and rules
+    (it is read for the MLPolicy before it reaches a pod template)."""
+    if train.trainer is None or train.trainer.resources_per_node is None:
+        return []
+    resources = train.trainer.resources_per_node
+    template = {"spec": {"containers": [{"name": NODE, "image": "image", "resources": resources}]}}
+    found: list[Problem] = []
+    check_template_types(template, "", found, [])
+    if not found:
+        check_template_rules(template, "", found)
+    inner = ".spec.containers[0].resources"
+    return [
+        Problem("spec.trainer.resourcesPerNode" + p.path.removeprefix(inner), p.message)
+        for p in found
+    ]
 
 
 def _check_templates(rendered: Rendered, problems: list[Problem], warnings: list[Problem]) -> None:

@@ -38,7 +38,7 @@ from trainjobs.core.pod_template import default_field
 from trainjobs.kinds.trainjob import patches, policies
 from trainjobs.kinds.trainjob.policies import NODE, TRAINER, PodSet
 from trainjobs.kinds.trainjob.runtimes import Runtime
-from trainjobs.kinds.trainjob.spec import TrainJobSpec
+from trainjobs.kinds.trainjob.spec import TrainJobSpec, as_patches
 
 INITIALIZERS = {"dataset-initializer": "dataset", "model-initializer": "model"}
 STORAGE_URI = "STORAGE_URI"
@@ -72,12 +72,15 @@ def render(
     js_labels = {**(meta.get("labels") or {}), **spec.labels}
     js_annotations = {**(meta.get("annotations") or {}), **spec.annotations}
     more_labels, more_annotations = patches.apply_runtime_patches(
-        spec.runtime_patches, template, problems
+        as_patches(spec.runtime_patches), template, problems
     )
     js_labels.update(more_labels)
     js_annotations.update(more_annotations)
-    patches.apply_overrides(spec.pod_template_overrides, "podTemplateOverrides", template, problems)
-    patches.apply_overrides(spec.pod_spec_overrides, "podSpecOverrides", template, problems)
+    for field, overrides in (
+        ("podTemplateOverrides", spec.pod_template_overrides),
+        ("podSpecOverrides", spec.pod_spec_overrides),
+    ):
+        patches.apply_overrides(as_patches(overrides), field, template, problems)
     problems += _initializer_problems(spec, js_spec["replicatedJobs"])
     problems += policies.reserved_env_problems(runtime.ml_policy, spec.trainer)
 

@@ -68,15 +68,88 @@ class Trainer(SpecModel):
     """Processes per node: an int, or (before v2.2) auto, cpu or gpu."""
 
 
+class MetaPatch(SpecModel):
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class PodSpecPatch(SpecModel):
+    """A pod spec's fields; containers are matched to the runtime's by name."""
+
+    containers: list[dict[str, Any]] | None = None
+    init_containers: list[dict[str, Any]] | None = None
+
+
+class PodTemplatePatch(SpecModel):
+    metadata: MetaPatch | None = None
+    spec: PodSpecPatch | None = None
+
+
+class JobSpecPatch(SpecModel):
+    template: PodTemplatePatch | None = None
+
+
+class JobTemplatePatch(SpecModel):
+    metadata: MetaPatch | None = None
+    spec: JobSpecPatch | None = None
+
+
+class ReplicatedJobPatch(SpecModel):
+    name: str = ""
+    template: JobTemplatePatch | None = None
+
+
+class JobSetSpecPatch(SpecModel):
+    replicated_jobs: list[ReplicatedJobPatch] = Field(default_factory=list)
+
+
+class JobSetTemplatePatch(SpecModel):
+    metadata: MetaPatch | None = None
+    spec: JobSetSpecPatch | None = None
+
+
+class TrainingRuntimeSpecPatch(SpecModel):
+    template: JobSetTemplatePatch | None = None
+
+
+class RuntimePatch(SpecModel):
+    manager: str = ""
+    time: str | None = None
+    training_runtime_spec: TrainingRuntimeSpecPatch | None = None
+
+
+class TargetJob(SpecModel):
+    name: str = ""
+
+
+class PodTemplateOverride(SpecModel):
+    """v2.1: a pod template's metadata and spec for the target Jobs."""
+
+    target_jobs: list[TargetJob] = Field(default_factory=list)
+    metadata: MetaPatch | None = None
+    spec: PodSpecPatch | None = None
+
+
+class PodSpecOverride(PodSpecPatch):
+    """v2.0: the pod spec's fields inline, for the target Jobs."""
+
+    target_jobs: list[TargetJob] = Field(default_factory=list)
+
+
+def as_patches(models: list[Any]) -> list[dict[str, Any]]:
+    """The validated patches as the wire's plain mappings."""
+    return [model.model_dump(by_alias=True, exclude_defaults=True) for model in models]
+
+
 class TrainJobSpec(SpecModel):
     runtime_ref: RuntimeRef = Field(default_factory=RuntimeRef)
     initializer: Initializer | None = None
     trainer: Trainer | None = None
-    runtime_patches: list[dict[str, Any]] = Field(default_factory=list)
+    runtime_patches: list[RuntimePatch] = Field(default_factory=list)
     """v2.2+: patches to the runtime's JobSet template, by manager."""
-    pod_template_overrides: list[dict[str, Any]] = Field(default_factory=list)
+    pod_template_overrides: list[PodTemplateOverride] = Field(default_factory=list)
     """v2.1: pod template overrides for target replicated Jobs."""
-    pod_spec_overrides: list[dict[str, Any]] = Field(default_factory=list)
+    pod_spec_overrides: list[PodSpecOverride] = Field(default_factory=list)
     """v2.0: pod spec overrides for target replicated Jobs."""
     labels: dict[str, str] = Field(default_factory=dict)
     """v2.0-v2.1: labels of the JobSet."""

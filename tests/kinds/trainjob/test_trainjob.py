@@ -397,3 +397,32 @@ def test_a_trainjob_managed_by_multikueue_warns_where_its_jobset_runs():
         "MultiKueue, which runs it on a worker cluster; here its JobSet is created where the "
         "stack deploys"
     ]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        (
+            "trainer",
+            {"resourcesPerNode": {"requests": {"cpu": "abc"}}},
+            'spec.trainer.resourcesPerNode.requests.cpu: Invalid value: "abc": quantities must '
+            "match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+        ),
+        (
+            "runtimePatches",
+            [{"trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": ["node"]}}}}],
+            "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0]: must "
+            "be a mapping (got 'node')",
+        ),
+        (
+            "podSpecOverrides",
+            [{"targetJobs": [{"name": "node"}], "containers": "node"}],
+            "spec.podSpecOverrides[0].containers: Input should be a valid list",
+        ),
+    ],
+)
+def test_malformed_overrides_are_refused_by_field(field: str, value: Any, problem: str):
+    job = trainjob()
+    job["spec"][field] = value
+
+    assert refusal(job) == [problem]

@@ -76,8 +76,8 @@ REFUSED = {
     ),
     # nvidia.com/gpu in requests only: the API server refuses the Job's pod template.
     "trainjob-v1alpha1-kueue-docs-pytorch-distributed.yaml": (
-        "JobSet.spec.replicatedJobs[0].template.spec.template.spec.containers[0].resources."
-        "limits: Required value: Limit must be set for non overcommitable resources"
+        "spec.trainer.resourcesPerNode.limits: Required value: Limit must be set for non "
+        "overcommitable resources"
     ),
     "trainjob-v2alpha1-kubeflow-trainer-kep2170-torch-ddp.yaml": (
         "apiVersion: must be trainer.kubeflow.org/v1alpha1 (got 'trainer.kubeflow.org/v2alpha1')"
