@@ -20,6 +20,10 @@ from typing import Any
 from trainjobs.core.documents import load_documents
 from trainjobs.core.errors import Problem
 from trainjobs.core.graph import Manifest
+from trainjobs.core.job_document import validate_section
+from trainjobs.core.pod_rules import check_template_rules
+from trainjobs.core.pod_schema import check_template_types
+from trainjobs.kinds.trainjob.runtime_spec import TrainingRuntimeSpec
 from trainjobs.kinds.trainjob.spec import API_VERSION, RUNTIME_KINDS, RuntimeRef
 
 RELEASE = "v2.3.0"
@@ -92,9 +96,16 @@ def runtime_from(document: dict[str, Any], source: str, problems: list[Problem])
             problems.append(
                 Problem(f"{path}.template.spec.template.spec", "containers must be mappings")
             )
-    for section in ("mlPolicy", "podGroupPolicy"):
-        if not isinstance(spec.get(section) or {}, dict):
-            problems.append(Problem(f"{where}.spec.{section}", "must be a mapping"))
+    if len(problems) > before:
+        return None
+    validate_section(TrainingRuntimeSpec, spec, f"{where}.spec", problems)
+    if len(problems) > before:
+        return None
+    for index, job in enumerate(jobs):
+        pod = job["template"]["spec"]["template"]
+        path = f"{where}.spec.template.spec.replicatedJobs[{index}].template.spec.template"
+        check_template_types(pod, path, problems, [])
+        check_template_rules(pod, path, problems)
     if len(problems) > before:
         return None
     return Runtime(

@@ -426,3 +426,17 @@ def test_malformed_overrides_are_refused_by_field(field: str, value: Any, proble
     job["spec"][field] = value
 
     assert refusal(job) == [problem]
+
+
+def test_a_runtime_beside_the_trainjob_is_checked_to_trainers_schema(tmp_path: Path):
+    runtime = copy.deepcopy(RUNTIME)
+    runtime["spec"]["mlPolicy"]["numNodes"] = "three"
+    path = tmp_path / "tj.yaml"
+    path.write_text(yaml.safe_dump_all([trainjob(), runtime]))
+
+    with pytest.raises(SpecError) as caught:
+        load_job(path)
+    assert [str(p) for p in caught.value.problems] == [
+        "ClusterTrainingRuntime/torch-distributed.spec.mlPolicy.numNodes: must be a whole "
+        "number (got 'three')"
+    ]
