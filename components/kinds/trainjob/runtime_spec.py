@@ -1,6 +1,9 @@
-"""(Cluster)TrainingRuntime spec models: the shape Trainer's CRD gives a runtime's policies and
-JobSet template (kubeflow/trainer v2.3.0 ``pkg/apis/trainer/v1alpha1/trainingruntime_types.go``,
-JobSet ``v1alpha2`` for the template), checked before a TrainJob is rendered from it."""
+"""(Cluster)TrainingRuntime spec models, checked before a TrainJob is rendered from a runtime.
+
+The shape Trainer's CRD gives a runtime's policies and JobSet template (kubeflow/trainer
+v2.3.0 ``pkg/apis/trainer/v1alpha1/trainingruntime_types.go``, JobSet ``v1alpha2`` for the
+template).
+"""
 
 from __future__ import annotations
 
