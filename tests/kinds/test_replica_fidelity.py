@@ -33,7 +33,10 @@ def tf_replica(replicas: int = 1, **pod: Any) -> dict[str, Any]:
 
 
 def pt_replica(replicas: int = 1, **pod: Any) -> dict[str, Any]:
-    return {"replicas": replicas, "template": {"spec": {"containers": [container("pytorch")], **pod}}}
+    return {
+        "replicas": replicas,
+        "template": {"spec": {"containers": [container("pytorch")], **pod}},
+    }
 
 
 def tfjob(version: str, **replica_specs: Any) -> dict[str, Any]:
@@ -346,6 +349,7 @@ def test_elastic_metrics_are_not_silently_ignored():
 
 def test_elastic_metrics_warning_reaches_validate(tmp_path, capsys):
     document = pytorchjob("v1", Worker=pt_replica(2))
+    # minReplicas defaults to maxReplicas, as training-operator's setElasticPolicy does.
     document["spec"]["elasticPolicy"] = {"maxReplicas": 4, "metrics": METRICS}
     spec = tmp_path / "job.yaml"
     spec.write_text(yaml.safe_dump(document))
@@ -354,7 +358,7 @@ def test_elastic_metrics_warning_reaches_validate(tmp_path, capsys):
     assert [line for line in lines if "elasticPolicy.metrics" in line] == [
         f"warning: {spec}: spec.elasticPolicy.metrics: not used: training-operator makes a "
         "HorizontalPodAutoscaler of them that scales the PyTorchJob's Workers through its "
-        "scale subresource (2 to 4); here there is no PyTorchJob object and each Worker is a "
+        "scale subresource (4 to 4); here there is no PyTorchJob object and each Worker is a "
         "Job of its own, so nothing has a scale subresource an autoscaler could resize: the "
         "job runs its 2 Workers throughout (remove metrics, or set Worker.replicas to the "
         "size you want)"
