@@ -78,6 +78,15 @@ class PodSpecPatch(SpecModel):
 
     containers: list[dict[str, Any]] | None = None
     init_containers: list[dict[str, Any]] | None = None
+    service_account_name: str | None = None
+    node_selector: dict[str, str] | None = None
+    affinity: dict[str, Any] | None = None
+    tolerations: list[dict[str, Any]] | None = None
+    volumes: list[dict[str, Any]] | None = None
+    image_pull_secrets: list[dict[str, Any]] | None = None
+    security_context: dict[str, Any] | None = None
+    scheduling_gates: list[dict[str, Any]] | None = None
+    termination_grace_period_seconds: int | None = None
 
 
 class PodTemplatePatch(SpecModel):

@@ -440,3 +440,31 @@ def test_a_runtime_beside_the_trainjob_is_checked_to_trainers_schema(tmp_path: P
         "ClusterTrainingRuntime/torch-distributed.spec.mlPolicy.numNodes: must be a whole "
         "number (got 'three')"
     ]
+
+
+def test_a_runtime_patchs_pod_fields_are_known_and_applied():
+    job = trainjob()
+    pod_patch = {"nodeSelector": {"pool": "a100"}, "tolerations": [{"key": "gpu"}]}
+    job["spec"]["runtimePatches"] = [
+        {
+            "manager": "trainer.kubeflow.org/kubeflow-sdk",
+            "trainingRuntimeSpec": {
+                "template": {
+                    "spec": {
+                        "replicatedJobs": [
+                            {
+                                "name": "node",
+                                "template": {"spec": {"template": {"spec": pod_patch}}},
+                            }
+                        ]
+                    }
+                }
+            },
+        }
+    ]
+    definition = parse_job(job, "tj.yaml")
+    jobset = next(m for m in definition.graph.manifests() if m["kind"] == "JobSet")
+    pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+
+    assert definition.warnings == ()
+    assert (pod["nodeSelector"], pod["tolerations"]) == ({"pool": "a100"}, [{"key": "gpu"}])
