@@ -29,13 +29,19 @@ def hostfile(plan: ChainerJobPlan) -> str:
     writes (checkpoints, final metrics) lands in the Job's pod, which outlives the workers
     that are scaled to 0 when the job ends.
     """
-    lines = [hostfile_line(plan.names.master, plan.master.slots)]
-    lines += [hostfile_line(pod, group.slots) for group in plan.workers for pod in group.pods]
-    return "\n".join(lines) + "\n"
+    hosts = [(pod, group.slots) for group in plan.workers for pod in group.pods]
+    return hostfile_lines(plan, plan.names.master, hosts)
 
 
-def hostfile_line(host: str, slots: int) -> str:
-    return f"{host} slots={slots}"
+def hostfile_lines(plan: ChainerJobPlan, launcher: str, workers: list[tuple[str, int]]) -> str:
+    """The launcher (when the kind puts it there) and the workers, one line each, in the
+    format of the kind's MPI: Open MPI's ``host slots=N``, Hydra's ``host:N``."""
+    hosts = [(launcher, plan.master.slots)] if plan.flavour.launcher_in_hostfile else []
+    hosts += workers
+    hydra = plan.flavour.hydra_hostfile
+    return "".join(
+        f"{host}:{slots}\n" if hydra else f"{host} slots={slots}\n" for host, slots in hosts
+    )
 
 
 def kubexec(plan: ChainerJobPlan) -> str:
@@ -140,8 +146,11 @@ done
 
 def asset_files(plan: ChainerJobPlan) -> dict[str, str]:
     """The ConfigMap's data: file name -> content."""
-    return {
+    files = {
         "kubexec.sh": kubexec(plan),
         "hostfile": hostfile(plan),
         "cluster_waiter.sh": cluster_waiter(plan),
     }
+    if plan.flavour.discover_hosts is not None:
+        files["discover_hosts.sh"] = plan.flavour.discover_hosts
+    return files

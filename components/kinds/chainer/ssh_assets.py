@@ -26,7 +26,7 @@ from trainjobs.core.labels import metadata
 from trainjobs.kinds.chainer.assets import (
     ASSETS_DIR,
     READY_MARKER,
-    hostfile_line,
+    hostfile_lines,
     waiter_decision,
 )
 from trainjobs.kinds.chainer.spec import ChainerJobPlan
@@ -101,10 +101,17 @@ def hostfile(plan: ChainerJobPlan) -> str:
     """The master first (rank 0, started locally), then each worker by its DNS name, as
     mpi-operator writes them (``newConfigMap``): a worker's bare name does not resolve in
     other pods, whose DNS search path holds no Service subdomain."""
-    lines = [hostfile_line(plan.names.master, plan.master.slots)]
     slots = {pod: group.slots for group in plan.workers for pod in group.pods}
-    lines += [hostfile_line(host, slots[pod]) for pod, host in worker_hosts(plan)]
-    return "\n".join(lines) + "\n"
+    workers = [(host, slots[pod]) for pod, host in worker_hosts(plan)]
+    return hostfile_lines(plan, launcher_host(plan), workers)
+
+
+def launcher_host(plan: ChainerJobPlan) -> str:
+    """The launcher as the hostfile names it: a ChainerJob's master by its hostname (Open MPI
+    sees it is local), an MPIJob's launcher by its DNS name, as mpi-operator writes it."""
+    if plan.flavour.kind == "ChainerJob":
+        return plan.names.master
+    return f"{plan.names.master}.{plan.names.service}.{plan.namespace}.svc"
 
 
 def sshd_config(plan: ChainerJobPlan) -> str:
@@ -184,6 +191,11 @@ if [ $# -lt 2 ]; then
     echo "usage: sshexec.sh HOST COMMAND..." >&2
     exit 2
 fi
+# ssh options before HOST (Open MPI's plm_rsh_args, as mpi-operator sets them) are the
+# job's ssh_config's already: skipped.
+while [ $# -gt 2 ] && [ "${{1#-}}" != "$1" ]; do
+    if [ "$1" = -o ]; then shift 2; else shift; fi
+done
 host=$1
 shift
 case "${{host%%.*}}" in
@@ -316,7 +328,7 @@ while :; do
 
 def asset_files(plan: ChainerJobPlan) -> dict[str, str]:
     """The assets ConfigMap's data for the ssh transport: file name -> content."""
-    return {
+    files = {
         "hostfile": hostfile(plan),
         "sshexec.sh": sshexec(plan),
         "ssh_config": ssh_config(plan),
@@ -325,3 +337,6 @@ def asset_files(plan: ChainerJobPlan) -> dict[str, str]:
         "ssh_session.sh": ssh_session(),
         "cluster_waiter.sh": cluster_waiter(plan),
     }
+    if plan.flavour.discover_hosts is not None:
+        files["discover_hosts.sh"] = plan.flavour.discover_hosts
+    return files
