@@ -22,6 +22,11 @@ KUBECTL = f"{KUBECTL_DIR}/kubectl"
 READY_MARKER = "trainjobs-ready"
 
 
+def job_title(plan: ChainerJobPlan) -> str:
+    """The job as the scripts' comments name it: ``ChainerJob demo``, ``MPIJob pi``."""
+    return f"{plan.flavour.kind} {plan.names.job}"
+
+
 def hostfile(plan: ChainerJobPlan) -> str:
     """One `<pod> slots=<n>` line per pod, master first.
 
@@ -59,12 +64,17 @@ def kubexec(plan: ChainerJobPlan) -> str:
         for pod in group.pods
     ]
     return f"""#!/bin/sh
-# Open MPI rsh agent for ChainerJob {plan.names.job}: runs COMMAND in pod HOST.
+# Open MPI rsh agent for {job_title(plan)}: runs COMMAND in pod HOST.
 set -eu
 if [ $# -lt 2 ]; then
     echo "usage: kubexec.sh HOST COMMAND..." >&2
     exit 2
 fi
+# Options before HOST (an rsh or ssh option some launchers pass: Hydra's, Open MPI's
+# plm_rsh_args) mean nothing to kubectl exec: skipped, as mpi-operator's kubexec.sh did.
+while [ $# -gt 2 ] && [ "${{1#-}}" != "$1" ]; do
+    if [ "$1" = -o ]; then shift 2; else shift; fi
+done
 host=$1
 shift
 # Open MPI may pass a fully qualified name; the pod name is its first label.
@@ -92,7 +102,7 @@ def cluster_waiter(plan: ChainerJobPlan) -> str:
     )
     total = len(plan.worker_pods)
     return f"""#!/bin/sh
-# Cluster waiter for ChainerJob {plan.names.job}: every worker must be Running and exec-able.
+# Cluster waiter for {job_title(plan)}: every worker must be Running and exec-able.
 set -u
 kubectl="${{TRAINJOBS_KUBECTL:-kubectl}}"
 timeout_seconds="${{TRAINJOBS_WAIT_TIMEOUT_SECONDS:-{DEFAULT_WAIT_TIMEOUT_SECONDS}}}"

@@ -27,6 +27,7 @@ from trainjobs.kinds.chainer.assets import (
     ASSETS_DIR,
     READY_MARKER,
     hostfile_lines,
+    job_title,
     waiter_decision,
 )
 from trainjobs.kinds.chainer.spec import ChainerJobPlan
@@ -116,7 +117,7 @@ def launcher_host(plan: ChainerJobPlan) -> str:
 
 def sshd_config(plan: ChainerJobPlan) -> str:
     """Key-only logins on a high port; runnable as the container's user (no privileges)."""
-    return f"""# sshd of the worker pods of ChainerJob {plan.names.job} (ssh transport).
+    return f"""# sshd of the worker pods of {job_title(plan)} (ssh transport).
 # sshd.sh adds the host key, the authorized key and the session entry on its command line.
 Port {SSH_PORT}
 PidFile none
@@ -141,7 +142,7 @@ LogLevel ERROR
 
 def ssh_config(plan: ChainerJobPlan) -> str:
     """The client side: the job's key only, host keys checked, never a prompt."""
-    return f"""# ssh client of ChainerJob {plan.names.job} (ssh transport): Open MPI's launcher
+    return f"""# ssh client of {job_title(plan)} (ssh transport): Open MPI's launcher
 # and the cluster waiter. sshexec.sh adds the key and known_hosts on its command line.
 Host *
     Port {SSH_PORT}
@@ -185,7 +186,7 @@ def sshexec(plan: ChainerJobPlan) -> str:
     cases = [f'    {shlex.quote(plan.names.master)}) exec sh -c "$*" ;;']
     cases += [f"    {pod}) ;;" for pod in pods]
     return f"""#!/bin/sh
-# Open MPI rsh agent for ChainerJob {plan.names.job} (ssh transport): runs COMMAND in pod HOST.
+# Open MPI rsh agent for {job_title(plan)} (ssh transport): runs COMMAND in pod HOST.
 set -eu
 if [ $# -lt 2 ]; then
     echo "usage: sshexec.sh HOST COMMAND..." >&2
@@ -215,7 +216,7 @@ def sshd(plan: ChainerJobPlan) -> str:
     file is private (umask 077) in an in-memory emptyDir: env values may be secrets.
     """
     return f"""#!/bin/sh
-# sshd of a worker pod of ChainerJob {plan.names.job} (ssh transport), as the container's user.
+# sshd of a worker pod of {job_title(plan)} (ssh transport), as the container's user.
 set -eu
 {_PREAMBLE}
 assets=$(cd "$assets" && pwd)
@@ -252,7 +253,7 @@ def cluster_waiter(plan: ChainerJobPlan) -> str:
     pairs = "\n".join(f"{pod} {host}" for pod, host in worker_hosts(plan))
     total = len(plan.worker_pods)
     return f"""#!/bin/sh
-# Cluster waiter for ChainerJob {plan.names.job} (ssh transport): every worker's sshd must answer.
+# Cluster waiter for {job_title(plan)} (ssh transport): every worker's sshd must answer.
 set -u
 {_PREAMBLE}
 timeout_seconds="${{TRAINJOBS_WAIT_TIMEOUT_SECONDS:-{DEFAULT_WAIT_TIMEOUT_SECONDS}}}"
