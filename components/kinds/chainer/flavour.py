@@ -33,9 +33,9 @@ class MpiFlavour:
     (``/etc/mpi``): scripts that read ``/etc/mpi/hostfile`` keep working."""
     discover_hosts: str | None = None
     """``discover_hosts.sh`` (Horovod's elastic host discovery), as the operator writes it."""
-    launcher_env: tuple[Mapping[str, Any], ...] = ()
+    launcher_env: tuple[dict[str, Any], ...] = ()
     """The operator's env on the launcher's first container: its values win over the user's."""
-    worker_env: tuple[Mapping[str, Any], ...] = ()
+    worker_env: tuple[dict[str, Any], ...] = ()
     launcher_labels: Mapping[str, str] = field(default_factory=dict)
     """The operator's labels on the launcher pod (over trainjobs' own)."""
     worker_labels: Mapping[str, str] = field(default_factory=dict)
