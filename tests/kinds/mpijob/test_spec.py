@@ -376,3 +376,21 @@ def test_what_the_operator_refuses_is_refused_with_exit_2(tmp_path, document, fi
 
     assert result.returncode == 2
     assert result.stderr.splitlines()[1] == first_line
+
+
+def test_the_watcher_sees_the_launcher_decide_and_stops_the_workers_as_clean_pod_policy_says():
+    from trainjobs.cluster.target import WorkerRef
+    from trainjobs.deploy.watch_target import watch_target
+
+    document = mpijob("v1", runPolicy={"cleanPodPolicy": "Running"})
+    target = watch_target(parse_job(document, "test"), gated=True)
+
+    assert target.kind == "MPIJob"
+    assert (target.rules.master, target.rules.success_jobs, target.rules.worker_jobs) == (
+        "pi-launcher",
+        ("pi-launcher",),
+        (),
+    )
+    assert target.workers == (WorkerRef("StatefulSet", "pi-worker", 2),)
+    assert target.clean_pod_policy == "Running"
+    assert target.anchor == ("ConfigMap", "pi-config")
