@@ -172,8 +172,20 @@ def _plan(
 ) -> MpiJobPlan | None:
     names = MpiJobNames(envelope.name)
     namespace = envelope.namespace or default_namespace
-    replica_specs: dict[str, ReplicaSpec] = dict(spec.mpi_replica_specs or {})
     path = "spec.mpiReplicaSpecs"
+    if spec.mpi_replica_specs is None:
+        extra = spec.model_extra or {}
+        shape = (
+            " (spec.replicas and spec.template are v1alpha1's shape, which kubeflow.org/"
+            f"{version} does not read: move the template under Launcher and Worker)"
+            if "replicas" in extra or "template" in extra
+            else ""
+        )
+        problems.append(
+            Problem(path, f"required: a Launcher and its Workers, each with a pod template{shape}")
+        )
+        return None
+    replica_specs: dict[str, ReplicaSpec] = dict(spec.mpi_replica_specs)
     for key in replica_specs:
         if key not in (LAUNCHER, WORKER):
             problems.append(
