@@ -394,3 +394,48 @@ def test_the_watcher_sees_the_launcher_decide_and_stops_the_workers_as_clean_pod
     assert target.workers == (WorkerRef("StatefulSet", "pi-worker", 2),)
     assert target.clean_pod_policy == "Running"
     assert target.anchor == ("ConfigMap", "pi-config")
+
+
+def test_kubexec_skips_the_options_a_launcher_passes_before_the_host(tmp_path):
+    from tests.kinds.chainer.test_graph import recording_kubectl, run_script
+
+    data = objects(mpijob("v1"))["ConfigMap/pi-config"]["data"]
+    script = tmp_path / "kubexec.sh"
+    script.write_text(data["kubexec.sh"])
+    script.chmod(0o755)
+    kubectl = recording_kubectl(tmp_path)
+
+    # Hydra's rsh bootstrap passes -x; Open MPI's plm_rsh_args an -o pair.
+    result = run_script(
+        script, kubectl, "-x", "-o", "ConnectionAttempts=10", "pi-worker-1", "orted"
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "kubectl.log").read_text() == (
+        "exec|-i|pi-worker-1|-c|worker|--|sh|-c|orted|\n"
+    )
+
+
+def test_sshexec_skips_open_mpis_rsh_args_before_the_host(tmp_path):
+    data = objects(mpijob("v2beta1"))["ConfigMap/pi-config"]["data"]
+    script = tmp_path / "sshexec.sh"
+    script.write_text(data["sshexec.sh"])
+
+    local = subprocess.run(
+        ["sh", str(script), "-o", "ConnectionAttempts=10", "pi-launcher", "echo", "local"],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    other = subprocess.run(
+        ["sh", str(script), "-o", "ConnectionAttempts=10", "elsewhere", "true"],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+
+    assert (local.returncode, local.stdout) == (0, "local\n")
+    assert (other.returncode, other.stderr) == (
+        2,
+        "sshexec.sh: 'elsewhere' is not a pod of job pi\n",
+    )
