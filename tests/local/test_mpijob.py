@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.conftest import REPO
@@ -13,11 +14,12 @@ from tests.local.test_ssh_transport import needs_sshd
 EXAMPLE = REPO / "jobs" / "mpijob-chainermn.yaml"
 
 
-def v1_variant(path: Path) -> Path:
-    """The example as training-operator's kubeflow.org/v1 MPIJob: the same pods over exec."""
+def exec_variant(path: Path, version: str) -> Path:
+    """The example as training-operator's kubeflow.org/v1 MPIJob, or mpi-operator 0.2's
+    v1alpha2: the same pods over kubectl exec."""
     document = yaml.safe_load(EXAMPLE.read_text())
-    document["apiVersion"] = "kubeflow.org/v1"
-    document["metadata"]["name"] = "mpijob-chainermn-v1"
+    document["apiVersion"] = f"kubeflow.org/{version}"
+    document["metadata"]["name"] = f"mpijob-chainermn-{version}"
     document["spec"]["mainContainer"] = "mpi-worker"
     path.write_text(yaml.safe_dump(document))
     return path
@@ -45,8 +47,9 @@ def test_the_v2beta1_example_trains_over_ssh_and_prints_its_accuracy(tmp_path: P
 
 
 @needs_pod_network
-def test_a_v1_mpijob_trains_over_kubectl_exec(tmp_path: Path) -> None:
-    run = Run(v1_variant(tmp_path / "v1.yaml"), tmp_path / "run")
+@pytest.mark.parametrize("version", ["v1", "v1alpha2"])
+def test_v1_and_v1alpha2_mpijobs_train_over_kubectl_exec(tmp_path: Path, version: str) -> None:
+    run = Run(exec_variant(tmp_path / "job.yaml", version), tmp_path / "run")
 
     assert run.exit_code == 0, "\n".join([*run.lines[-30:], run.stderr])
     assert final_accuracy(run) >= 0.95
