@@ -1010,14 +1010,15 @@ def _job_defaults(job: Obj) -> None:
     spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
     template = spec.setdefault("template", {})
     labels = template.setdefault("metadata", {}).setdefault("labels", {})
-    labels.update(
-        {
-            "batch.kubernetes.io/controller-uid": uid,
-            "batch.kubernetes.io/job-name": meta["name"],
-            "controller-uid": uid,
-            "job-name": meta["name"],
-        }
-    )
+    # generateSelector (pkg/registry/batch/job/strategy.go) adds each label the template does
+    # not set already: a template's own job-name (Kubeflow's label) stays.
+    for key, value in {
+        "batch.kubernetes.io/controller-uid": uid,
+        "batch.kubernetes.io/job-name": meta["name"],
+        "controller-uid": uid,
+        "job-name": meta["name"],
+    }.items():
+        labels.setdefault(key, value)
     job["status"] = {"ready": 0, "terminating": 0, "uncountedTerminatedPods": {}}
 
 

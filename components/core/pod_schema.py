@@ -5,8 +5,10 @@ The schema is the one ``kubernetes-validate`` bundles for the newest Kubernetes 
 mapping, ``command`` as a string, ``image`` as a list, ``terminationGracePeriodSeconds:
 "abc"``), a missing required field (an env item without ``name``, a volumeMount without
 ``mountPath``, ``fieldRef: {}``) or an integer that does not fit the field's 32 or 64 bits is
-a problem, each reported at its field path, all at once. An unknown field is a warning: the API
-server drops fields it does not know (its default field validation warns), so it has no effect.
+a problem, each reported at its field path, all at once. An unknown field is a warning and is
+removed from the template: the API server drops fields it does not know (its default field
+validation warns), so it has no effect there, and a manifest that kept it would fail strict
+validation and server-side apply's strict field validation.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ def check_template_types(
     template: Any, path: str, problems: list[Problem], warnings: list[Problem]
 ) -> None:
     """Append a problem per schema violation of ``template`` (a PodTemplateSpec at ``path``)
-    and a warning per field the schema does not know.
+    and a warning per field the schema does not know, which is removed from ``template``.
 
     Checked once per content: the templates of many replicas or many jobs are often the same,
     and the schema's answer depends on nothing else (``path`` only prefixes the field paths).
@@ -93,13 +95,26 @@ def check_template_types(
             _CHECKED[key] = found
     problems += [Problem(f"{path}{where}", message) for where, message in found[0]]
     warnings += [Problem(f"{path}{where}", message) for where, message in found[1]]
+    for parts, key in found[2]:
+        _drop(template, parts, key)
+
+
+def _drop(template: Any, parts: tuple[str | int, ...], key: str) -> None:
+    """Remove ``key`` from the mapping at ``parts`` below ``template``."""
+    owner = template
+    for part in parts:
+        owner = owner[part]
+    if isinstance(owner, dict):
+        owner.pop(key, None)
 
 
 Found = tuple[tuple[str, str], ...]
 """(field path below the template, message) pairs."""
+Unknown = tuple[tuple[tuple[str | int, ...], str], ...]
+"""(location of a mapping below the template, a key of it the schema does not know) pairs."""
 
-_CHECKED: dict[str, tuple[Found, Found]] = {}
-"""Problems and warnings by template content (see :func:`_content`)."""
+_CHECKED: dict[str, tuple[Found, Found, Unknown]] = {}
+"""Problems, warnings and unknown fields by template content (see :func:`_content`)."""
 _CHECKED_MAX = 256
 
 
@@ -125,15 +140,19 @@ def _string_keys(value: Any) -> bool:
     return True
 
 
-def _type_problems(template: Any) -> tuple[Found, Found]:
-    """Problems and warnings of ``template``, each with its field path relative to it."""
+def _type_problems(template: Any) -> tuple[Found, Found, Unknown]:
+    """Problems, warnings and unknown fields of ``template``, each with its field path
+    relative to it."""
     problems: list[Problem] = []
     warnings: list[Problem] = []
+    unknown: list[tuple[tuple[str | int, ...], str]] = []
     errors = sorted(_validator().iter_errors(template), key=lambda e: _where("", e.absolute_path))
     for error in errors:
         where = _where("", error.absolute_path)
         if error.validator == "additionalProperties":
-            warnings.extend(_unknown_fields(error, where))
+            found = _unknown_fields(error, where)
+            warnings.extend(warning for warning, _ in found)
+            unknown.extend((tuple(error.absolute_path), key) for _, key in found)
         elif error.validator == "required":
             given = error.instance if isinstance(error.instance, dict) else {}
             missing = [name for name in error.validator_value if name not in given]
@@ -146,6 +165,7 @@ def _type_problems(template: Any) -> tuple[Found, Found]:
     return (
         tuple((p.path, p.message) for p in problems),
         tuple((w.path, w.message) for w in warnings),
+        tuple(unknown),
     )
 
 
@@ -191,7 +211,8 @@ def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def _unknown_fields(error: jsonschema.ValidationError, where: str) -> list[Problem]:
+def _unknown_fields(error: jsonschema.ValidationError, where: str) -> list[tuple[Problem, str]]:
+    """A warning for each key of the mapping that the schema does not know, with the key."""
     known = list((error.schema.get("properties") or {}).keys())
     instance = error.instance if isinstance(error.instance, dict) else {}
     found = []
@@ -201,10 +222,13 @@ def _unknown_fields(error: jsonschema.ValidationError, where: str) -> list[Probl
         close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.75)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         found.append(
-            Problem(
-                f"{where}.{key}",
-                f"not a field of a Kubernetes {kubernetes_version()} pod template: the API "
-                f"server drops it, so it has no effect{hint}",
+            (
+                Problem(
+                    f"{where}.{key}",
+                    f"not a field of a Kubernetes {kubernetes_version()} pod template: the API "
+                    f"server drops it, so it has no effect{hint}",
+                ),
+                key,
             )
         )
     return found

@@ -43,7 +43,7 @@ from trainjobs.core.labels import (
     common_labels,
     metadata,
 )
-from trainjobs.core.pod_template import default_field, replace_env
+from trainjobs.core.pod_template import replace_env
 from trainjobs.core.replica_spec import (
     PERMANENT_EXIT_CODES,
     ReplicaGroup,
@@ -153,15 +153,20 @@ def _service(plan: ReplicaJobPlan, group: ReplicaGroup, index: int) -> Manifest:
 def _pod_template(plan: ReplicaJobPlan, group: ReplicaGroup, index: int) -> Manifest:
     given = copy.deepcopy(group.template)
     meta = dict(given.get("metadata") or {})
-    labels = {**_labels(plan, group.type), **_selector(plan, group, index)}
-    if _is_master_role(plan, group, index):
+    master_role = _is_master_role(plan, group, index)
+    # PyTorch's rank: a worker's is its index plus one when a master holds rank 0.
+    rank = index + 1 if group.type == "worker" and "master" in plan.groups_by_type else index
+    labels = {
+        **plan.operator_labels.for_pod(plan.job, group.type, index, rank, master_role),
+        **_labels(plan, group.type),
+        **_selector(plan, group, index),
+    }
+    if master_role:
         labels[JOB_ROLE] = "master"
     meta["labels"] = {**(meta.get("labels") or {}), **labels}
     template = {**given, "metadata": meta}
     pod = template["spec"]
     pod["restartPolicy"] = group.restart.pod
-    # Training processes rarely call the API server: no token unless the template asks.
-    default_field(pod, "automountServiceAccountToken", False)
     if plan.run.scheduler_name:
         pod["schedulerName"] = plan.run.scheduler_name
     if plan.gang is not None:
@@ -254,9 +259,13 @@ def _jobset(plan: ReplicaJobPlan) -> Manifest:
         spec.pop("suspend", None)
         spec.pop("ttlSecondsAfterFinished", None)
         pod_labels = spec["template"]["metadata"]["labels"]
-        del pod_labels[REPLICA_INDEX]
-        if not all(JOB_ROLE in job["spec"]["template"]["metadata"]["labels"] for job in jobs):
-            pod_labels.pop(JOB_ROLE, None)  # worker 0 alone: no per-index label in a template
+        legacy = plan.operator_labels
+        for key in (REPLICA_INDEX, *legacy.index, *legacy.rank):
+            pod_labels.pop(key, None)
+        for key in (JOB_ROLE, *legacy.role):
+            # Worker 0 alone: no per-index label in a template shared by the type.
+            if not all(key in job["spec"]["template"]["metadata"]["labels"] for job in jobs):
+                pod_labels.pop(key, None)
         for position, container in enumerate(spec["template"]["spec"]["containers"]):
             per_index = [
                 job["spec"]["template"]["spec"]["containers"][position].get("env") or []

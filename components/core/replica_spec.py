@@ -24,6 +24,7 @@ from trainjobs.core.gang import (
 )
 from trainjobs.core.graph import Manifest
 from trainjobs.core.jobset import pod_name_problem
+from trainjobs.core.labels import OperatorLabels
 from trainjobs.core.names import LABEL_MAX, STATEFULSET_MAX, job_name_problem
 from trainjobs.core.pod_template import PodTemplate, check_pod_template, default_field
 from trainjobs.core.spec_model import SpecModel
@@ -214,6 +215,8 @@ class ReplicaJobPlan:
     """Files of the assets ConfigMap, when a replica needs one (TFJob v1alpha1's default PS)."""
     gang: Gang | None = None
     """The PodGroup every pod joins, when the job is gang-scheduled."""
+    operator_labels: OperatorLabels = field(default_factory=OperatorLabels)
+    """The pod labels the spec version's operators wrote besides ``training.kubeflow.org/*``."""
     warnings: list[Problem] = field(default_factory=list)
 
     @property
@@ -526,6 +529,27 @@ def check_restart_policy(
         )
         return default
     return value
+
+
+REPLICA_SPEC_FIELDS = ("replicas", "restartPolicy", "template")
+
+
+def misplaced_replica_fields(
+    replica_specs: dict[str, Any], path: str, example: str
+) -> Problem | None:
+    """A replica spec's own fields written straight under the replica map at ``path``: the
+    replica type key above them is missing (a spec cut from a larger one, or indented once
+    too little). One problem naming the fields and the missing key, e.g. ``Worker:``."""
+    known = {name.lower() for name in REPLICA_SPEC_FIELDS}
+    fields = [str(key) for key in replica_specs if str(key).lower() in known]
+    if not fields:
+        return None
+    if len(fields) == 1:
+        what = f"{fields[0]!r} is a replica spec's field, not a replica type: put it"
+    else:
+        listed = ", ".join(repr(name) for name in fields[:-1]) + f" and {fields[-1]!r}"
+        what = f"{listed} are a replica spec's fields, not replica types: put them"
+    return Problem(path, f"{what} under a replica type such as {example}")
 
 
 def check_replicas(value: int | None, path: str, problems: list[Problem]) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -22,7 +23,7 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     original = pod_schema._type_problems
 
     def counted(value: Any) -> Any:
-        asked.append(value)
+        asked.append(copy.deepcopy(value))  # as asked: the check then drops unknown fields
         return original(value)
 
     monkeypatch.setattr(pod_schema, "_type_problems", counted)
@@ -65,6 +66,14 @@ def test_the_same_content_is_checked_once_and_reported_at_each_path(checks: list
     assert checks == [template(["img"])]
 
 
+def test_a_cached_answer_still_drops_the_unknown_field(checks: list[Any]) -> None:
+    first, second = template("a:1"), template("a:1")
+    check(first, "spec.master.template")
+    check(second, "spec.worker.template")
+    assert len(checks) == 1
+    assert first == second == {"spec": {"containers": [{"name": "main", "image": "a:1"}]}}
+
+
 def test_different_content_is_checked_again(checks: list[Any]) -> None:
     check(template("a:1"), "t")
     check(template("b:1"), "t")
@@ -86,7 +95,9 @@ def test_values_json_would_merge_are_told_apart(checks: list[Any]) -> None:
 
 
 def test_a_template_with_keys_that_are_not_strings_is_checked_every_time(checks: list[Any]) -> None:
-    odd = {"spec": {"containers": [{"name": "main", "image": "img"}]}, True: 1}
-    assert check(odd, "t")[1] == check(odd, "t")[1]
-    assert check(odd, "t")[1][0].path == "t.True"
+    def odd() -> dict[Any, Any]:
+        return {"spec": {"containers": [{"name": "main", "image": "img"}]}, True: 1}
+
+    assert check(odd(), "t")[1] == check(odd(), "t")[1]
+    assert check(odd(), "t")[1][0].path == "t.True"
     assert len(checks) == 3

@@ -308,3 +308,87 @@ def test_every_replica_keeps_its_commands_and_gets_exactly_its_operators_env(
             tf_config = json.loads(ours.pop("TF_CONFIG"))
             assert tf_config["task"] == {"type": replica_type, "index": rank}
         assert ours == expected_pytorch_env(doc, replica_type, index)
+
+
+# -- the labels of the operators of each spec's version ------------------------------------------
+
+# Which label generations served each version (read at the operators' release tags):
+# "underscore" tf-operator/pytorch-operator 0.2-0.4 (group_name, tf_job_name), "dash" 0.5 and on
+# (group-name, tf-job-name), "common" tf-operator 1.0.1+ and training-operator 1.3-1.5 through
+# kubeflow/common (group-name, job-name, replica-type, replica-index, job-role).
+GENERATIONS = {
+    ("TFJob", "v1alpha2"): ("underscore",),
+    ("TFJob", "v1beta1"): ("underscore", "dash"),
+    ("TFJob", "v1beta2"): ("underscore", "dash"),
+    ("TFJob", "v1"): ("dash", "common"),
+    ("PyTorchJob", "v1alpha2"): ("underscore",),
+    ("PyTorchJob", "v1beta1"): ("underscore", "dash"),
+    ("PyTorchJob", "v1beta2"): ("dash",),
+    ("PyTorchJob", "v1"): ("dash", "common"),
+}
+
+
+def expected_operator_labels(doc: dict[str, Any], replica_type: str, index: int) -> dict[str, str]:
+    kind, version = doc["kind"], doc["apiVersion"].rsplit("/", 1)[1]
+    job, prefix = job_name(doc), "tf" if kind == "TFJob" else "pytorch"
+    if version == "v1alpha1":
+        rank = index + 1 if kind == "PyTorchJob" and replica_type == "worker" else index
+        return {
+            "kubeflow.org": "",
+            "job_type": replica_type.upper(),
+            f"{prefix}_job_name": job,
+            "task_index": str(rank),
+        }
+    types = replicas_of(doc)
+    chief = next((t for t in ("chief", "master") if t in types), None)
+    master_role = replica_type == chief if chief else (replica_type, index) == ("worker", 0)
+    labels = {f"{prefix}-replica-type": replica_type, f"{prefix}-replica-index": str(index)}
+    for generation in GENERATIONS[(kind, version)]:
+        if generation == "underscore":
+            labels |= {"group_name": "kubeflow.org", f"{prefix}_job_name": job}
+            if master_role and version != "v1alpha2":
+                labels[f"{prefix}_job_role"] = "master"
+        elif generation == "dash":
+            labels |= {"group-name": "kubeflow.org", f"{prefix}-job-name": job}
+            if master_role:
+                labels[f"{prefix}-job-role"] = "master"
+        else:
+            labels |= {"group-name": "kubeflow.org", "job-name": job}
+            labels |= {"replica-type": replica_type, "replica-index": str(index)}
+            if master_role:
+                labels["job-role"] = "master"
+    return labels
+
+
+UNQUEUED_CASES = [
+    case
+    for case in REPLICA_CASES
+    if "kueue.x-k8s.io/queue-name" not in (document(case[0])["metadata"].get("labels") or {})
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "replica_type", "index"),
+    UNQUEUED_CASES,
+    ids=[f"{p.name}:{t}-{i}" for p, t, i in UNQUEUED_CASES],
+)
+def test_every_replica_carries_the_labels_of_its_versions_operators(path, replica_type, index):
+    doc = document(path)
+    job = load_job(path)
+    name = f"{job_name(doc)}-{replica_type}-{index}"
+    node = next(n for n in job.graph.nodes if n.name == name and n.kind != "Service")
+    given = node.manifest["spec"]["template"]["metadata"]["labels"]
+    ours = {
+        key: value
+        for key, value in given.items()
+        if not key.startswith(("training.kubeflow.org/", "app.kubernetes.io/"))
+    }
+    template = replicas_of(doc)[replica_type]["template"] or {}
+    # The job's own labels and the template's stay on the pod as written.
+    user = {
+        **(doc["metadata"].get("labels") or {}),
+        **((template.get("metadata") or {}).get("labels") or {}),
+    }
+    for key in user.keys() - expected_operator_labels(doc, replica_type, index).keys():
+        ours.pop(key, None)
+    assert ours == expected_operator_labels(doc, replica_type, index)

@@ -23,6 +23,7 @@ from trainjobs.core.errors import Problem, SpecError
 from trainjobs.core.graph import GraphOptions, Manifest
 from trainjobs.core.job_document import read_envelope, validate_section
 from trainjobs.core.jobset import is_queued
+from trainjobs.core.labels import OperatorLabels
 from trainjobs.core.replica_spec import (
     ReplicaGroup,
     ReplicaJobPlan,
@@ -39,6 +40,7 @@ from trainjobs.core.replica_spec import (
     deciding_restart,
     env_override_warnings,
     gang_for,
+    misplaced_replica_fields,
     replica_group,
     restart_for,
     run_settings,
@@ -57,6 +59,52 @@ DEFAULT_CONTAINER = "pytorch"
 REPLICA_TYPES = ("Master", "Worker")
 V1ALPHA1_TYPES = ("MASTER", "WORKER")
 RDZV_BACKENDS = ("c10d", "etcd", "etcd-v2")
+
+# The pod labels each version's operators wrote besides training.kubeflow.org/* (read at the
+# release tags of kubeflow/pytorch-operator and kubeflow/training-operator):
+# - v1alpha1, pytorch-operator v0.1-v0.3: pkg/trainer/replicas.go, Labels and SyncPods (a
+#   worker's task_index is its rank; runtime_id, a random id per run, is left out);
+# - v1alpha2, v0.3-v0.4: pkg/controller.v2/pytorch/{controller,pod}.go;
+# - v1beta1: v0.4 wrote group_name, pytorch_job_name, pytorch_job_role, v0.5 group-name,
+#   pytorch-job-name, pytorch-job-role; v1beta2 (v0.5-v1.0-rc) the latter;
+# - v1: v0.5.1-v0.6 the same pytorch-* keys; v0.7 (tf-operator's jobcontroller of 2019-09)
+#   also job-name and job-role; training-operator 1.3-1.5 group-name, job-name,
+#   replica-type, replica-index, job-role (kubeflow/common); 1.6+ training.kubeflow.org/*.
+OPERATOR_LABELS = {
+    "v1alpha1": OperatorLabels(
+        empty=("kubeflow.org",),
+        upper_type=("job_type",),
+        job=("pytorch_job_name",),
+        rank=("task_index",),
+    ),
+    "v1alpha2": OperatorLabels(
+        group=("group_name",),
+        job=("pytorch_job_name",),
+        replica_type=("pytorch-replica-type",),
+        index=("pytorch-replica-index",),
+    ),
+    "v1beta1": OperatorLabels(
+        group=("group_name", "group-name"),
+        job=("pytorch_job_name", "pytorch-job-name"),
+        replica_type=("pytorch-replica-type",),
+        index=("pytorch-replica-index",),
+        role=("pytorch_job_role", "pytorch-job-role"),
+    ),
+    "v1beta2": OperatorLabels(
+        group=("group-name",),
+        job=("pytorch-job-name",),
+        replica_type=("pytorch-replica-type",),
+        index=("pytorch-replica-index",),
+        role=("pytorch-job-role",),
+    ),
+    "v1": OperatorLabels(
+        group=("group-name",),
+        job=("pytorch-job-name", "job-name"),
+        replica_type=("pytorch-replica-type", "replica-type"),
+        index=("pytorch-replica-index", "replica-index"),
+        role=("pytorch-job-role", "job-role"),
+    ),
+}
 
 
 class PyTorchReplicaSpecV1Alpha1(SpecModel):
@@ -208,6 +256,7 @@ def parse(
         job=job,
         namespace=namespace,
         labels=envelope.labels,
+        operator_labels=OPERATOR_LABELS[version],
         warnings=warnings,
         **plan,
     )
@@ -227,6 +276,12 @@ def _map_versions(
     replica_specs: dict[str, Any] = getattr(spec, "pytorch_replica_specs", {})
     if not replica_specs:
         problems.append(Problem("spec.pytorchReplicaSpecs", "required: a Master and/or Workers"))
+        return None
+    misplaced = misplaced_replica_fields(
+        replica_specs, "spec.pytorchReplicaSpecs", "Master: or Worker:"
+    )
+    if misplaced is not None:
+        problems.append(misplaced)
         return None
     model = ReplicaSpec if version == "v1" else ReplicaSpecBeforeV1
     groups: dict[str, ReplicaGroup] = {}
@@ -295,6 +350,9 @@ def _map_versions(
                 )
             )
     elastic = _elastic(elastic_policy, job, workers, problems) if elastic_policy else None
+    metrics = elastic_policy.metrics if elastic_policy is not None else None
+    if elastic is not None and workers is not None and metrics is not None:
+        warnings.append(_metrics_warning(elastic, workers))
     check_total_pods(
         [g for g in (master, workers) if g is not None], "spec.pytorchReplicaSpecs", problems
     )
@@ -380,6 +438,25 @@ def _elastic(
         standalone=bool(policy.standalone),
         max_restarts=policy.max_restarts,
         nproc_per_node=policy.n_proc_per_node,
+    )
+
+
+def _metrics_warning(elastic: Elastic, workers: ReplicaGroup) -> Problem:
+    """training-operator turns ``elasticPolicy.metrics`` into an autoscaling/v2
+    HorizontalPodAutoscaler named like the job whose scaleTargetRef is the PyTorchJob itself
+    (pkg/controller.v1/pytorch/hpa.go, desiredHPA); the CRD's scale subresource maps it to
+    ``pytorchReplicaSpecs.Worker.replicas`` and the operator then adds or removes Worker pods.
+    Without the operator there is no such object: the Workers are one Job (or StatefulSet)
+    each, with per-index Services, and an HPA on any one of them would only multiply a pod
+    with the same name and environment. So none is made, and the spec is told why."""
+    return Problem(
+        "spec.elasticPolicy.metrics",
+        "not used: training-operator makes a HorizontalPodAutoscaler of them that scales the "
+        f"PyTorchJob's Workers through its scale subresource ({elastic.min_replicas} to "
+        f"{elastic.max_replicas}); here there is no PyTorchJob object and each Worker is a Job "
+        "of its own, so nothing has a scale subresource an autoscaler could resize: the job "
+        f"runs its {workers.replicas} Workers throughout (remove metrics, or set "
+        "Worker.replicas to the size you want)",
     )
 
 

@@ -24,6 +24,7 @@ from trainjobs.core.errors import Problem, SpecError
 from trainjobs.core.graph import GraphOptions, Manifest
 from trainjobs.core.job_document import read_envelope, validate_section
 from trainjobs.core.jobset import is_queued
+from trainjobs.core.labels import OperatorLabels
 from trainjobs.core.replica_spec import (
     ReplicaGroup,
     ReplicaJobPlan,
@@ -40,6 +41,7 @@ from trainjobs.core.replica_spec import (
     deciding_restart,
     env_override_warnings,
     gang_for,
+    misplaced_replica_fields,
     replica_group,
     restart_for,
     run_settings,
@@ -66,6 +68,48 @@ REPLICA_TYPES["evaluator"] = "Evaluator"
 V1ALPHA1_TYPES = ("MASTER", "PS", "WORKER")
 V1ALPHA1_PORT_NAME = "tf-port"
 """v1alpha1 gave each replica's Service one port of this name, ``tfPort``."""
+
+# The pod labels each version's operators wrote besides training.kubeflow.org/* (read at the
+# release tags of kubeflow/training-operator, which holds tf-operator's history):
+# - v1alpha1, tf-operator v0.1-v0.3: pkg/trainer/replicas.go, Labels and LabelsByIndex
+#   (runtime_id, a random id per run, is left out);
+# - v1alpha2, v0.2-v0.3: pkg/generator/generator.go GenLabels (v0.2) and
+#   pkg/controller.v2/tensorflow/{controller,pod}.go;
+# - v1beta1, v1beta2: v0.4 wrote group_name, tf_job_name, tf_job_role, v0.5 and 1.0-rc
+#   group-name, tf-job-name, tf-job-role (pkg/controller.v1beta*/tensorflow/controller.go);
+# - v1: v0.5.3-v1.0-rc the same tf-* keys (pkg/controller.v1/tensorflow); tf-operator
+#   1.0.1-1.2 and training-operator 1.3-1.5 group-name, job-name, replica-type,
+#   replica-index, job-role (kubeflow/common pkg/apis/common/v1/constants.go, GenLabels);
+#   1.6+ training.kubeflow.org/* only.
+OPERATOR_LABELS = {
+    "v1alpha1": OperatorLabels(
+        empty=("kubeflow.org",),
+        upper_type=("job_type",),
+        job=("tf_job_name",),
+        index=("task_index",),
+    ),
+    "v1alpha2": OperatorLabels(
+        group=("group_name",),
+        job=("tf_job_name",),
+        replica_type=("tf-replica-type",),
+        index=("tf-replica-index",),
+    ),
+    "v1beta1": OperatorLabels(
+        group=("group_name", "group-name"),
+        job=("tf_job_name", "tf-job-name"),
+        replica_type=("tf-replica-type",),
+        index=("tf-replica-index",),
+        role=("tf_job_role", "tf-job-role"),
+    ),
+    "v1": OperatorLabels(
+        group=("group-name",),
+        job=("tf-job-name", "job-name"),
+        replica_type=("tf-replica-type", "replica-type"),
+        index=("tf-replica-index", "replica-index"),
+        role=("tf-job-role", "job-role"),
+    ),
+}
+OPERATOR_LABELS["v1beta2"] = OPERATOR_LABELS["v1beta1"]
 
 
 class TFReplicaSpecV1Alpha1(SpecModel):
@@ -189,6 +233,7 @@ def parse(
         job=job,
         namespace=namespace,
         labels=envelope.labels,
+        operator_labels=OPERATOR_LABELS[version],
         warnings=warnings,
         **plan,
     )
@@ -209,6 +254,10 @@ def _map_versions(
     replica_specs: dict[str, Any] = getattr(spec, "tf_replica_specs", {})
     if not replica_specs:
         problems.append(Problem("spec.tfReplicaSpecs", "required: at least one replica type"))
+        return None
+    misplaced = misplaced_replica_fields(replica_specs, "spec.tfReplicaSpecs", "Worker:")
+    if misplaced is not None:
+        problems.append(misplaced)
         return None
     model = ReplicaSpec if version == "v1" else ReplicaSpecBeforeV1
     groups: list[ReplicaGroup] = []
