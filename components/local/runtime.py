@@ -167,14 +167,20 @@ def clean_up_after_killed_runs(report: Callable[[str], None]) -> bool:
 
 
 def _check_images(plan: ClusterPlan, aliases: dict[str, str]) -> None:
-    """Every image must be declared and its Python packages installed where pods run."""
+    """Every image must be declared and its Python packages installed where pods run.
+
+    Only the pinned names are looked up, each once (reading every installed distribution's
+    metadata cost more than building the graph)."""
+    versions: dict[tuple[str | None, str], str | None] = {}
     for pod in plan.pods:
         for container in _all_containers(pod):
             image = catalogue.resolve(container["image"], aliases)
-            installed = _installed(image)
             for requirement in image.python_packages:
                 pin = Requirement(requirement)
-                version = installed.get(canonicalize_name(pin.name))
+                key = (image.local_environment, canonicalize_name(pin.name))
+                if key not in versions:
+                    versions[key] = _installed_version(image, key[1])
+                version = versions[key]
                 # PEP 440 matching: '==2.13.0' would also accept a local build (2.13.0+cpu).
                 if version is None or not pin.specifier.contains(version, prereleases=True):
                     have = f"has {version}" if version else "does not have it"
@@ -185,14 +191,14 @@ def _check_images(plan: ClusterPlan, aliases: dict[str, str]) -> None:
                     )
 
 
-def _installed(image: Image) -> dict[str, str]:
-    """The Python distributions of the environment that runs ``image`` locally."""
+def _installed_version(image: Image, name: str) -> str | None:
+    """The version of distribution ``name`` in the environment that runs ``image`` locally."""
     if image.local_environment is None:
-        found = importlib.metadata.distributions()
+        found = importlib.metadata.distributions(name=name)
     else:
         sites = [str(p) for p in image.local_bin.parent.glob("lib/python*/site-packages")]
-        found = importlib.metadata.distributions(path=sites)
-    return {canonicalize_name(d.metadata["Name"]): d.version for d in found}
+        found = importlib.metadata.distributions(name=name, path=sites)
+    return next((d.version for d in found), None)
 
 
 def _all_containers(pod: PodPlan) -> list[dict[str, Any]]:
