@@ -28,7 +28,6 @@ OWNER_LABEL = "io.trainjobs.owner"
 :func:`trainjobs.engines.owners.owner_alive`)."""
 RECIPE_LABEL = "io.trainjobs.recipe"
 """On images trainjobs builds: the SHA-256 of their recipe (Dockerfile and copied files)."""
-ENGINES = ("podman", "docker")
 
 
 class EngineError(EnvironmentFailure):
