@@ -470,6 +470,12 @@ class Run:
         held = self._gang_held()
         if held is not None:
             return "Failed", "Unschedulable", held
+        deciding = [job for job in self.jobs if job.name in self.plan.success_jobs]
+        blocked = [pod.unschedulable for job in deciding for pod in job.pods if pod.unschedulable]
+        # Every pod created now; a Job's too unless a deciding pod cannot be (then the run
+        # fails once the workers were started, and no Job pod is made).
+        first = [*self.workers, *(pod for job in self.jobs for pod in job.pods if not blocked)]
+        self.provision([pod for pod in first if not pod.unschedulable])
         for worker in self.workers:
             if worker.unschedulable:
                 self.sink.event(
@@ -477,8 +483,6 @@ class Run:
                 )
                 continue
             self._start_worker(worker)
-        deciding = [job for job in self.jobs if job.name in self.plan.success_jobs]
-        blocked = [pod.unschedulable for job in deciding for pod in job.pods if pod.unschedulable]
         if blocked:
             return "Failed", "Unschedulable", blocked[0]
         for job in self.jobs:
@@ -498,6 +502,10 @@ class Run:
             if outcome is not None:
                 return outcome
             time.sleep(POLL_SECONDS)
+
+    def provision(self, pods: list[PodRun]) -> None:
+        """Make ahead, together, what creating each of ``pods`` needs, where a runtime can
+        (the container runtime's engine pods); a host process's sandbox needs nothing."""
 
     def _gang_held(self) -> str | None:
         """A gang scheduler starts the job's pods together or not at all: with fewer than
