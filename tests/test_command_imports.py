@@ -26,7 +26,12 @@ OTHER_COMMANDS = {
     "trainjobs.kinds.crds",
     "trainjobs.images.dockerfiles",
 }
-WATCHED = CLOUD | CLUSTER_CLIENT | SPEC_MODELS | OTHER_KINDS | OTHER_COMMANDS
+CONTAINER_RUNTIME = {
+    "trainjobs.local.container.runtime",
+    "trainjobs.engines.engine",
+    "trainjobs.images.builder",
+}
+WATCHED = CLOUD | CLUSTER_CLIENT | SPEC_MODELS | OTHER_KINDS | OTHER_COMMANDS | CONTAINER_RUNTIME
 
 RUN_COMMAND = """
 import json, sys
@@ -65,6 +70,17 @@ def test_the_run_path_loads_no_sdk_no_cluster_client_and_no_other_kind():
     code = """
 import json, sys
 import trainjobs.cli, trainjobs.cli.run, trainjobs.local.runtime
+from trainjobs.kinds.registry import load_job
+load_job("jobs/chainermn-mnist.yaml")
+print(json.dumps(sorted(set(sys.modules) & set(json.loads(sys.stdin.read())))))
+"""
+    assert loaded(code) == SPEC_MODELS
+
+
+def test_a_process_run_loads_no_container_engine_and_no_image_builder():
+    code = """
+import json, sys
+import trainjobs.cli, trainjobs.cli.run, trainjobs.local.start
 from trainjobs.kinds.registry import load_job
 load_job("jobs/chainermn-mnist.yaml")
 print(json.dumps(sorted(set(sys.modules) & set(json.loads(sys.stdin.read())))))

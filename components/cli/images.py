@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from trainjobs.engines.engine import ENGINES
+from trainjobs.engines import ENGINES
 from trainjobs.images.dockerfiles import stale, write
 
 

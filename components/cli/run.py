@@ -10,7 +10,7 @@ from pathlib import Path
 from trainjobs.cli.jobs import add_mpi_transport, namespace_argument
 from trainjobs.core.errors import UserError
 from trainjobs.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS
-from trainjobs.engines.engine import ENGINES
+from trainjobs.engines import ENGINES
 
 NETWORK_CHOICES = ("auto", "netns", "loopback")
 RUNTIME_CHOICES = ("process", "container")

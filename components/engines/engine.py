@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +30,6 @@ OWNER_LABEL = "io.trainjobs.owner"
 :func:`trainjobs.engines.owners.owner_alive`)."""
 RECIPE_LABEL = "io.trainjobs.recipe"
 """On images trainjobs builds: the SHA-256 of their recipe (Dockerfile and copied files)."""
-ENGINES = ("podman", "docker")
 
 
 class EngineError(EnvironmentFailure):
@@ -113,6 +114,18 @@ class Labelled:
     labels: dict[str, str]
 
 
+@dataclass(frozen=True)
+class ImageFacts:
+    """What a run needs to know of a local image: that it exists, and its labels."""
+
+    id: str
+    labels: dict[str, str]
+
+
+IMAGE_FACTS_FORMAT = "{{.Id}} {{json .Config.Labels}}"
+"""One ``image inspect`` answers both (podman and docker print the labels as a JSON object,
+or ``null``)."""
+
 Output = Callable[[str], None]
 
 
@@ -124,6 +137,10 @@ class Engine(ABC):
     def __init__(self, executable: str) -> None:
         self.executable = executable
         self.env = engine_environment()
+        self._images: dict[str, ImageFacts | None] = {}
+        """Images inspected through this object (a run's): each is asked about once, until
+        this object builds, imports or removes an image."""
+        self._images_lock = threading.Lock()
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -167,23 +184,42 @@ class Engine(ABC):
 
     # -- images -----------------------------------------------------------------------------
 
+    def image_facts(self, reference: str) -> ImageFacts | None:
+        """The local image's id and labels, or None when there is no such image (or the
+        engine cannot say): one engine call the first time, none after."""
+        with self._images_lock:
+            if reference in self._images:
+                return self._images[reference]
+        text = self.call(
+            "image", "inspect", "--format", IMAGE_FACTS_FORMAT, "--", reference, check=False
+        ).strip()
+        identity, _, labels = text.partition(" ")
+        facts = ImageFacts(identity, json.loads(labels or "null") or {}) if identity else None
+        with self._images_lock:
+            self._images[reference] = facts
+        return facts
+
+    def inspect_images(self, references: Iterable[str]) -> None:
+        """Ask about several images at once (one call each, concurrently), so that later
+        :meth:`image_facts` answers need no call."""
+        wanted = sorted(set(references) - set(self._images))
+        if len(wanted) > 1:
+            with ThreadPoolExecutor(max_workers=len(wanted)) as pool:
+                list(pool.map(self.image_facts, wanted))
+
+    def forget_images(self) -> None:
+        """What this object knew of images is stale: one was built, imported or removed."""
+        with self._images_lock:
+            self._images.clear()
+
     def image_exists(self, reference: str) -> bool:
-        return (
-            subprocess.run(
-                self.command("image", "inspect", "--format", "{{.Id}}", "--", reference),
-                capture_output=True,
-                env=self.env,
-                check=False,
-            ).returncode
-            == 0
-        )
+        return self.image_facts(reference) is not None
 
     def image_label(self, reference: str, key: str) -> str | None:
-        """A label of a local image, or None (no such label)."""
-        value = self.call(
-            "image", "inspect", "--format", f'{{{{index .Config.Labels "{key}"}}}}', "--", reference
-        ).strip()
-        return value if value and value != "<no value>" else None
+        """A label of a local image, or None (no such label, or no such image)."""
+        facts = self.image_facts(reference)
+        value = facts.labels.get(key) if facts is not None else None
+        return value or None
 
     def history(self, reference: str) -> list[str]:
         """What made each layer of an image (its history's created_by), newest first."""
@@ -209,9 +245,11 @@ class Engine(ABC):
         args = ["import"]
         for change in changes:
             args += ["--change", change]
+        self.forget_images()
         self.call(*args, str(tarball), reference)
 
     def remove_image(self, reference: str) -> None:
+        self.forget_images()
         self.call("rmi", "--force", "--", reference, check=False)
 
     # -- pods, containers, networks --------------------------------------------------------

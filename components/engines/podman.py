@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from trainjobs.engines.engine import (
     BuildRequest,
@@ -81,13 +82,22 @@ class Podman(Engine):
         )
 
     def labelled(self, label: str) -> list[Labelled]:
-        found = []
-        for kind, args in (
+        """The three listings are independent: asked at once."""
+        listings = (
             ("pod", ["pod", "ls", "--format=json"]),
             ("container", ["ps", "--all", "--format=json"]),
             ("network", ["network", "ls", "--format=json"]),
-        ):
-            for entry in json.loads(self.call(*args, f"--filter=label={label}") or "[]"):
+        )
+        with ThreadPoolExecutor(max_workers=len(listings)) as pool:
+            answers = list(
+                pool.map(
+                    lambda args: self.call(*args, f"--filter=label={label}"),
+                    (a for _, a in listings),
+                )
+            )
+        found = []
+        for (kind, _), answer in zip(listings, answers, strict=True):
+            for entry in json.loads(answer or "[]"):
                 name = entry.get("Name") or entry.get("name") or (entry.get("Names") or [""])[0]
                 labels = entry.get("Labels") or entry.get("labels") or {}
                 found.append(Labelled(kind, name, labels))

@@ -9,8 +9,9 @@ from __future__ import annotations
 import shutil
 
 from trainjobs.core.errors import UserError
+from trainjobs.engines import ENGINES
 from trainjobs.engines.docker import Docker
-from trainjobs.engines.engine import ENGINES, INSTALL_HINT, Engine, EngineUnavailable
+from trainjobs.engines.engine import INSTALL_HINT, Engine, EngineUnavailable
 from trainjobs.engines.podman import Podman
 
 

@@ -130,4 +130,7 @@ def build(engine: Engine, recipe: Recipe, inputs: BuildInputs, say: Say) -> None
             for line in tail:
                 say(f"{recipe.tag}: | {line}")
             raise EngineError(f"building {recipe.tag} failed: {error} (log: {log_path})") from error
+        finally:
+            # Whatever the build left, what the engine object knew of images is stale.
+            engine.forget_images()
     say(f"{recipe.tag}: built in {time.monotonic() - started:.0f}s (log: {log_path})")

@@ -89,6 +89,13 @@ class LocalPod:
         """End every process of the pod at once, as a node does when a pod is deleted."""
         raise NotImplementedError
 
+    @classmethod
+    def kill_together(cls, pods: Sequence[LocalPod]) -> None:
+        """:meth:`kill_everything` for several pods of one run; a runtime whose pods take a
+        while each to remove (the container runtime's) removes them at once."""
+        for pod in pods:
+            pod.kill_everything()
+
     def stop(self, grace: float) -> None:
         """SIGTERM the containers, wait up to ``grace``, then kill everything in the pod."""
         stop_pods([self], lambda pod: grace)
@@ -173,12 +180,15 @@ def stop_pods(pods: Sequence[LocalPod], grace: Callable[[LocalPod], float]) -> N
     waiting = list(pods)
     while waiting:
         now = time.monotonic()
-        for pod in list(waiting):
-            if not any(pod.running(name) for name in pod.processes) or (
-                pod.run.hurry or now - start >= grace(pod)
-            ):
-                pod.kill_everything()
-                waiting.remove(pod)
+        done = [
+            pod
+            for pod in waiting
+            if not any(pod.running(name) for name in pod.processes)
+            or (pod.run.hurry or now - start >= grace(pod))
+        ]
+        if done:
+            type(done[0]).kill_together(done)
+        waiting = [pod for pod in waiting if pod not in done]
         if waiting:
             time.sleep(POLL_SECONDS)
 

@@ -167,14 +167,20 @@ def clean_up_after_killed_runs(report: Callable[[str], None]) -> bool:
 
 
 def _check_images(plan: ClusterPlan, aliases: dict[str, str]) -> None:
-    """Every image must be declared and its Python packages installed where pods run."""
+    """Every image must be declared and its Python packages installed where pods run.
+
+    Only the pinned names are looked up, each once (reading every installed distribution's
+    metadata cost more than building the graph)."""
+    versions: dict[tuple[str | None, str], str | None] = {}
     for pod in plan.pods:
         for container in _all_containers(pod):
             image = catalogue.resolve(container["image"], aliases)
-            installed = _installed(image)
             for requirement in image.python_packages:
                 pin = Requirement(requirement)
-                version = installed.get(canonicalize_name(pin.name))
+                key = (image.local_environment, canonicalize_name(pin.name))
+                if key not in versions:
+                    versions[key] = _installed_version(image, key[1])
+                version = versions[key]
                 # PEP 440 matching: '==2.13.0' would also accept a local build (2.13.0+cpu).
                 if version is None or not pin.specifier.contains(version, prereleases=True):
                     have = f"has {version}" if version else "does not have it"
@@ -185,14 +191,14 @@ def _check_images(plan: ClusterPlan, aliases: dict[str, str]) -> None:
                     )
 
 
-def _installed(image: Image) -> dict[str, str]:
-    """The Python distributions of the environment that runs ``image`` locally."""
+def _installed_version(image: Image, name: str) -> str | None:
+    """The version of distribution ``name`` in the environment that runs ``image`` locally."""
     if image.local_environment is None:
-        found = importlib.metadata.distributions()
+        found = importlib.metadata.distributions(name=name)
     else:
         sites = [str(p) for p in image.local_bin.parent.glob("lib/python*/site-packages")]
-        found = importlib.metadata.distributions(path=sites)
-    return {canonicalize_name(d.metadata["Name"]): d.version for d in found}
+        found = importlib.metadata.distributions(name=name, path=sites)
+    return next((d.version for d in found), None)
 
 
 def _all_containers(pod: PodPlan) -> list[dict[str, Any]]:
@@ -464,6 +470,12 @@ class Run:
         held = self._gang_held()
         if held is not None:
             return "Failed", "Unschedulable", held
+        deciding = [job for job in self.jobs if job.name in self.plan.success_jobs]
+        blocked = [pod.unschedulable for job in deciding for pod in job.pods if pod.unschedulable]
+        # Every pod created now; a Job's too unless a deciding pod cannot be (then the run
+        # fails once the workers were started, and no Job pod is made).
+        first = [*self.workers, *(pod for job in self.jobs for pod in job.pods if not blocked)]
+        self.provision([pod for pod in first if not pod.unschedulable])
         for worker in self.workers:
             if worker.unschedulable:
                 self.sink.event(
@@ -471,8 +483,6 @@ class Run:
                 )
                 continue
             self._start_worker(worker)
-        deciding = [job for job in self.jobs if job.name in self.plan.success_jobs]
-        blocked = [pod.unschedulable for job in deciding for pod in job.pods if pod.unschedulable]
         if blocked:
             return "Failed", "Unschedulable", blocked[0]
         for job in self.jobs:
@@ -492,6 +502,10 @@ class Run:
             if outcome is not None:
                 return outcome
             time.sleep(POLL_SECONDS)
+
+    def provision(self, pods: list[PodRun]) -> None:
+        """Make ahead, together, what creating each of ``pods`` needs, where a runtime can
+        (the container runtime's engine pods); a host process's sandbox needs nothing."""
 
     def _gang_held(self) -> str | None:
         """A gang scheduler starts the job's pods together or not at all: with fewer than

@@ -9,7 +9,6 @@ from __future__ import annotations
 from trainjobs.core.errors import UserError
 from trainjobs.kinds.registry import JobDefinition
 from trainjobs.local.cluster import plan_cluster
-from trainjobs.local.container.runtime import container_run
 from trainjobs.local.pod_security import check_baseline
 from trainjobs.local.results import RunResult
 from trainjobs.local.runtime import NETWORK_MODES, RunOptions, process_run
@@ -24,5 +23,8 @@ def run_job(job: JobDefinition, options: RunOptions | None = None) -> RunResult:
     plan = plan_cluster(job.graph, job.success_jobs, job.success_any)
     check_baseline(plan)  # both runtimes: the same specs run (README: what each isolates)
     if options.runtime == "container":
+        # Imported here: a process run needs no engine client or image builder.
+        from trainjobs.local.container.runtime import container_run
+
         return container_run(job, plan, options).execute()
     return process_run(job, plan, options)

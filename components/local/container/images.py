@@ -37,6 +37,14 @@ def local_images(
         for container in [*(pod.spec.get("initContainers") or []), *pod.spec["containers"]]
     }
     settings = saved_settings()
+    # Everything the checks below may ask about, asked at once (each image once per run).
+    targets = {aliases.get(reference, reference) for reference in wanted}
+    if DEFAULT_KUBECTL_IMAGE in targets:
+        targets.add(kubectl_stand_in.REFERENCE)
+    named = (settings.debian_base_image, settings.kubectl_image)
+    engine.inspect_images(
+        (targets | {name for name in named if name is not None}) - {DEFAULT_KUBECTL_IMAGE}
+    )
     resolved: dict[str, str] = {}
     prepared = False
     for reference in sorted(wanted):

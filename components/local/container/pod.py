@@ -24,12 +24,15 @@ other volume types and env sources (refused up front, naming the field).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainjobs.core.errors import UserError
 from trainjobs.engines.engine import (
     ContainerRequest,
+    Engine,
     Mount,
     PodRequest,
     env_file_text,
@@ -48,6 +51,22 @@ from trainjobs.local.pods import ContainerProcess, ProcessSpec
 
 if TYPE_CHECKING:
     from trainjobs.local.container.runtime import ContainerRun
+
+CREATING_AT_ONCE = 8
+"""Pod sandboxes created at once: enough for a job's pods to overlap their engine calls (each
+waits mostly on the engine's locks and the network setup), few enough not to swamp it."""
+
+
+def create_sandboxes(engine: Engine, requests: Sequence[PodRequest]) -> dict[str, int]:
+    """Independent pods' sandboxes, created together; each one's infra PID by pod name.
+
+    Every creation is waited for before a failure is raised, so that none is still being made
+    while the run tears down (it could not remove what it does not see yet)."""
+    if len(requests) <= 1:
+        return {request.name: engine.create_pod(request) for request in requests}
+    with ThreadPoolExecutor(max_workers=min(len(requests), CREATING_AT_ONCE)) as pool:
+        created = {request.name: pool.submit(engine.create_pod, request) for request in requests}
+    return {name: future.result() for name, future in created.items()}
 
 
 class PodSandbox:
@@ -82,6 +101,9 @@ class ContainerPodRun(LocalPod):
             for index, container in enumerate(plan.spec.get(group) or [])
         }
         self.sandbox: PodSandbox | None = None
+        self.provisioned: int | None = None
+        """The infra PID of an engine pod made ahead (:meth:`ContainerRun.provision`), which
+        the next :meth:`create` takes instead of making one."""
 
     # -- what each container becomes ---------------------------------------------------------
 
@@ -172,6 +194,16 @@ class ContainerPodRun(LocalPod):
         env_dir.chmod(0o700)
         for request, env in self.requests.values():
             _write_env_file(request.env_file, env)
+        if self.provisioned is not None:
+            pid, self.provisioned = self.provisioned, None
+        else:
+            self.record()
+            pid = self.run.engine.create_pod(self.pod_request())
+        self.sandbox = PodSandbox(pid)
+        self.run.publish()
+
+    def record(self) -> None:
+        """In the run's ledger before the engine pod exists (crash safety), once."""
         if self.engine_name not in self.run.recorded_pods:
             self.run.ledger.record(
                 "engine-pod",
@@ -181,17 +213,15 @@ class ContainerPodRun(LocalPod):
                 run=self.run.run_id,
             )
             self.run.recorded_pods.add(self.engine_name)
-        pid = self.run.engine.create_pod(
-            PodRequest(
-                name=self.engine_name,
-                hostname=self.plan.hostname,
-                network=self.run.network.name,
-                address=self.host.address,
-                labels=self.run.labels,
-            )
+
+    def pod_request(self) -> PodRequest:
+        return PodRequest(
+            name=self.engine_name,
+            hostname=self.plan.hostname,
+            network=self.run.network.name,
+            address=self.host.address,
+            labels=self.run.labels,
         )
-        self.sandbox = PodSandbox(pid)
-        self.run.publish()
 
     def start(self, container: str) -> None:
         assert self.sandbox is not None
@@ -236,10 +266,22 @@ class ContainerPodRun(LocalPod):
 
     def kill_everything(self) -> None:
         """Remove the engine pod and everything in it, as a node does when a pod is deleted."""
-        self.run.engine.remove_pods([self.engine_name])
-        for process in self.processes.values():
-            process.reap()
-        self.run.publish()
+        self.kill_together([self])
+
+    @classmethod
+    def kill_together(cls, pods: Sequence[LocalPod]) -> None:
+        """Each pod's engine pod removed, all at once (one call each: given several names,
+        ``podman pod rm`` removes none of them when one is already gone)."""
+        removing: list[ContainerPodRun] = list(pods)  # type: ignore[arg-type]  # container pods
+        if not removing:
+            return
+        run = removing[0].run
+        with ThreadPoolExecutor(max_workers=min(len(removing), CREATING_AT_ONCE)) as pool:
+            list(pool.map(lambda pod: run.engine.remove_pods([pod.engine_name]), removing))
+        for pod in removing:
+            for process in pod.processes.values():
+                process.reap()
+        run.publish()
 
     def container_name(self, container: str) -> str | None:
         """The engine's name for a container of this pod, if the pod declares it."""

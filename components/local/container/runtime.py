@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from trainjobs.core.errors import UserError
 from trainjobs.engines.engine import OWNER_LABEL, RUN_LABEL, Engine
@@ -27,8 +28,9 @@ from trainjobs.local.container.api import ApiServer
 from trainjobs.local.container.cleanup import remove_stale
 from trainjobs.local.container.images import check_references, local_images
 from trainjobs.local.container.network import ContainerNetwork
-from trainjobs.local.container.pod import ContainerPodRun
+from trainjobs.local.container.pod import ContainerPodRun, create_sandboxes
 from trainjobs.local.network import PodHost, PodName
+from trainjobs.local.pod_run import PodRun
 from trainjobs.local.results import RunResult
 from trainjobs.local.runtime import Run, RunOptions, clean_up_after_killed_runs
 
@@ -45,8 +47,11 @@ class ContainerRun(Run):
         options: RunOptions,
         engine: Engine,
         images: dict[str, str],
+        stale: Future[list[str]],
     ) -> None:
         self.engine = engine
+        self.stale = stale
+        """What killed runs left on the engine, removed while the images were checked."""
         self.images = images
         """The job's image references -> the local images that run them."""
         self.owner = owner_token()
@@ -75,6 +80,18 @@ class ContainerRun(Run):
     def make_pod(self, plan: PodPlan, host: PodHost) -> ContainerPodRun:  # type: ignore[override]
         return ContainerPodRun(plan, host, self)
 
+    def provision(self, pods: list[PodRun]) -> None:
+        """The first pods' engine pods, made together: each ``podman pod create`` and ``pod
+        start`` waits mostly on the engine, so made one by one they added up to seconds. The
+        master's containers still start only once its pod's turn comes, and its cluster waiter
+        still waits for the workers, as on a cluster."""
+        made: list[ContainerPodRun] = pods  # type: ignore[assignment]  # container pods
+        for pod in made:
+            pod.record()
+        pids = create_sandboxes(self.engine, [pod.pod_request() for pod in made])
+        for pod in made:
+            pod.provisioned = pids[pod.engine_name]
+
     def check_ssh_transport(self, mode: str) -> None:
         """The images bring ssh and sshd; this machine only makes the run's key pair."""
         if shutil.which("ssh-keygen") is None:
@@ -84,7 +101,7 @@ class ContainerRun(Run):
             )
 
     def execute(self) -> RunResult:
-        removed = remove_stale(self.engine)
+        removed = self.stale.result()
         if removed:
             self.sink.event(
                 f"removed what killed runs left on {self.engine.name}: {', '.join(removed)}"
@@ -112,5 +129,9 @@ def container_run(job: JobDefinition, plan: ClusterPlan, options: RunOptions) ->
         print(f"[trainjobs] {line}", file=stream, flush=True)
 
     clean_up_after_killed_runs(say)
-    images = local_images(plan, engine, options.image_aliases, say)
-    return ContainerRun(job, plan, options, engine, images)
+    # Independent engine calls overlap: what killed runs left on the engine is listed and
+    # removed while the images are checked (waited for before the run creates anything).
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        stale = pool.submit(remove_stale, engine)
+        images = local_images(plan, engine, options.image_aliases, say)
+    return ContainerRun(job, plan, options, engine, images, stale)
