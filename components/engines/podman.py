@@ -63,13 +63,15 @@ class Podman(Engine):
         self.call("pod", "start", request.name)
         return int(self.call("container", "inspect", "--format", "{{.State.Pid}}", infra))
 
+    # `--ignore`: without it podman 4, given one name that is already gone among several,
+    # removes none of them and still exits 0.
     def remove_pods(self, names: Sequence[str]) -> None:
         if names:
-            self.call("pod", "rm", "--force", "--time=0", *names, check=False)
+            self.call("pod", "rm", "--force", "--ignore", "--time=0", *names, check=False)
 
     def remove_containers(self, names: Sequence[str]) -> None:
         if names:
-            self.call("rm", "--force", "--time=0", *names, check=False)
+            self.call("rm", "--force", "--ignore", "--time=0", *names, check=False)
 
     def run_command(self, request: ContainerRequest) -> list[str]:
         return self.command(

@@ -225,3 +225,27 @@ def test_podman_pods_and_networks_carry_their_labels_until_removed():
         engine.remove_networks(["tj-engine-test"])
     assert engine.labelled(f"{RUN_LABEL}=engine-test") == []
     assert owners.start_time(infra) != started  # the infra process ended with its pod
+
+
+@pytest.mark.skipif(not PODMAN, reason="needs podman (as root: make engine)")
+def test_podman_removes_every_named_pod_even_when_one_is_already_gone():
+    # podman 4 given one missing name among several removes none of them and exits 0.
+    engine = PODMAN[0]
+    labels = {RUN_LABEL: "engine-rm-test", OWNER_LABEL: owners.owner_token()}
+    engine.create_network("tj-engine-rm", "198.18.252.0/24", "198.18.252.1", labels)
+    try:
+        for index in (2, 3):
+            engine.create_pod(
+                PodRequest(
+                    f"tj-engine-rm-{index}",
+                    f"pod-{index}",
+                    "tj-engine-rm",
+                    f"198.18.252.{index}",
+                    labels,
+                )
+            )
+        engine.remove_pods(["tj-engine-rm-2", "tj-engine-rm-gone", "tj-engine-rm-3"])
+        assert [item.kind for item in engine.labelled(f"{RUN_LABEL}=engine-rm-test")] == ["network"]
+    finally:
+        engine.remove_pods(["tj-engine-rm-2", "tj-engine-rm-3"])
+        engine.remove_networks(["tj-engine-rm"])
