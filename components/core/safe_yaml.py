@@ -67,10 +67,15 @@ class _Checks:
     """The bounds and refusals above, over whichever parser produces the events."""
 
     _depth = 0
+    _nodes = 0
+    _aliased = False
 
     def compose_node(self, parent: Node | None, index: Any) -> Node:
         # The composer recurses once per level: stop before Python's recursion limit does.
         self._depth += 1
+        self._nodes += 1
+        if self.check_event(yaml.events.AliasEvent):  # type: ignore[attr-defined]
+            self._aliased = True
         try:
             if self._depth > MAX_DEPTH:
                 line = self.peek_event().start_mark.line + 1  # type: ignore[attr-defined]
@@ -83,8 +88,12 @@ class _Checks:
             self._depth -= 1
 
     def compose_document(self) -> Node:
+        self._nodes, self._aliased = 0, False
         node = super().compose_document()  # type: ignore[misc]
-        _check_expanded(node)
+        # Without aliases every value is a node of its own, and composing bounded the depth:
+        # only a document with aliases, or with too many values, needs to be measured.
+        if self._aliased or self._nodes > MAX_VALUES:
+            _check_expanded(node)
         return node
 
     def construct_object(self, node: Node, deep: bool = False) -> Any:

@@ -63,6 +63,15 @@ def test_a_billion_laughs_is_refused_before_it_expands(tmp_path, capsys):
     assert elapsed < 5 and peak < 50 * 1024 * 1024
 
 
+def test_too_many_values_without_aliases_are_refused_too(tmp_path):
+    # A document without aliases is measured only when it holds too many values.
+    path = write(tmp_path, "spec:\n  args: [" + "0, " * 100_000 + "0]\n")
+    assert problems_of(path) == [
+        "line 2: this value holds more than 100000 values once its aliases are expanded; a "
+        "job spec may hold at most that many"
+    ]
+
+
 def test_an_alias_that_contains_itself_is_refused(tmp_path):
     assert problems_of(write(tmp_path, "a: &a [1, *a]\n")) == [
         "line 1: an alias refers to a value that contains it, which would repeat forever"
