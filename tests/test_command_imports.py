@@ -79,6 +79,7 @@ def test_every_kind_validates_when_named():
 
 def test_the_registry_names_each_kind_as_its_models_do():
     from trainjobs.kinds.chainer import spec as chainer_spec
+    from trainjobs.kinds.mpijob import spec as mpijob_spec
     from trainjobs.kinds.pytorch import spec as pytorch_spec
     from trainjobs.kinds.registry import KINDS
     from trainjobs.kinds.tensorflow import spec as tensorflow_spec
@@ -88,5 +89,6 @@ def test_the_registry_names_each_kind_as_its_models_do():
         chainer_spec.KIND,
         tensorflow_spec.KIND,
         pytorch_spec.KIND,
+        mpijob_spec.KIND,
         trainjob_spec.KIND,
     ]

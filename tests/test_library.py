@@ -30,6 +30,8 @@ PUBLIC = {
     "InfraStack",
     "JobCompletion",
     "KubeflowJob",
+    "MPIJob",
+    "MPIJobSpec",
     "MasterSpec",
     "MpiConfig",
     "PyTorchJob",

@@ -86,10 +86,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     validate = subparsers.add_parser(
         "validate",
         help="validate job spec files",
-        description="Check each job spec (ChainerJob, TFJob, PyTorchJob, TrainJob) as the API "
-        "server and the operators would, build its resource graph, and print one line per valid "
-        "file; "
-        "each mistake is reported with its field path, value and fix.",
+        description="Check each job spec (ChainerJob, TFJob, PyTorchJob, MPIJob, TrainJob) as the "
+        "API server and the operators would, build its resource graph, and print one line per "
+        "valid file; each mistake is reported with its field path, value and fix.",
         epilog="exit codes: 0 all valid, 2 a file is invalid or unreadable",
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="job spec files (YAML)")
@@ -144,7 +143,8 @@ def add_mpi_transport(parser: argparse.ArgumentParser, default: str | None = "ku
         "--mpi-transport",
         choices=MPI_TRANSPORTS,
         default=default,
-        help="how a ChainerJob's master starts MPI daemons in its workers: kubectl exec through "
+        help="how a ChainerJob's master starts MPI daemons in its workers (an MPIJob uses its "
+        "operator's: ssh for v2beta1, kubectl exec before): kubectl exec through "
         "the API server (default), or ssh to an sshd in each worker with a key made per job "
         "(no Role, no API token)"
         + ("" if default else "; default: the stack's trainjobs:mpiTransport"),
@@ -155,8 +155,8 @@ def register_crds(subparsers: argparse._SubParsersAction) -> None:
     generate = subparsers.add_parser(
         "crds",
         help="regenerate the CRDs from the spec models",
-        description="Write the CustomResourceDefinitions of ChainerJob, TFJob and PyTorchJob, "
-        "generated from the spec models, one YAML file each, and print their paths.",
+        description="Write the CustomResourceDefinitions of ChainerJob, TFJob, PyTorchJob and "
+        "MPIJob, generated from the spec models, one YAML file each, and print their paths.",
         epilog="exit codes: 0 written, 1 the machine refused a write, 2 an invalid --out",
     )
     generate.add_argument(

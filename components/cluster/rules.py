@@ -1,6 +1,7 @@
 """Kubeflow's rules for when a training job ends, applied to the states of its Jobs.
 
-A training job is several batch/v1 Jobs (the ChainerJob master; a TFJob's or PyTorchJob's
+A training job is several batch/v1 Jobs (the ChainerJob master, an MPIJob's launcher, which
+alone decides as every MPIJob operator rules; a TFJob's or PyTorchJob's
 Job per replica index). Which of them decide the job follows training-operator
 (``release-1.9``): the chief or master decides (``UpdateJobStatus``), without one worker 0
 or every worker (TFJob ``successPolicy``, PyTorchJob without a Master), and for an elastic

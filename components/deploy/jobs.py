@@ -1,4 +1,4 @@
-"""The public job components: ChainerJob, TFJob and PyTorchJob from a spec model, a dict or a file.
+"""The public job components (ChainerJob, TFJob, PyTorchJob, MPIJob) from a model, dict or file.
 
 Each is a :class:`~trainjobs.deploy.component.TrainingJob` built from one validated job: the
 spec goes through the same parser as `trainjobs validate` and `trainjobs render`, so a
@@ -25,6 +25,7 @@ from trainjobs.images.gpu_support import check_images_on_pool
 from trainjobs.images.pinning import pin_images
 from trainjobs.kinds.chainer.spec import API_VERSION as CHAINER_API_VERSION
 from trainjobs.kinds.chainer.spec import ChainerJobSpec
+from trainjobs.kinds.mpijob.spec import MPIJobSpecV2Beta1 as MPIJobSpec
 from trainjobs.kinds.pytorch.spec import PyTorchJobSpecV1 as PyTorchJobSpec
 from trainjobs.kinds.registry import JobDefinition, parse_job
 from trainjobs.kinds.tensorflow.spec import TFJobSpecV1 as TFJobSpec
@@ -198,6 +199,15 @@ class PyTorchJob(KubeflowJob[PyTorchJobSpec]):
     ``trainjobs:index:PyTorchJob``; arguments as :class:`KubeflowJob`'s."""
 
     KIND = "PyTorchJob"
+
+
+class MPIJob(KubeflowJob[MPIJobSpec]):
+    """An MPIJob (``kubeflow.org/v2beta1``, mpi-operator; ``v1`` and ``v1alpha2`` in a document
+    or file): a launcher Job running mpirun and worker pods it reaches over ssh (kubectl exec
+    before v2beta1). Typed ``trainjobs:index:MPIJob``; arguments as :class:`KubeflowJob`'s."""
+
+    KIND = "MPIJob"
+    API_VERSION = "kubeflow.org/v2beta1"
 
 
 class JobCompletion(completion.JobCompletion, module="trainjobs", name="JobCompletion"):

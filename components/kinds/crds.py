@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from trainjobs.core.manifests import dump_yaml
 from trainjobs.kinds.chainer import spec as chainer_spec
+from trainjobs.kinds.mpijob import spec as mpijob_spec
 from trainjobs.kinds.pytorch import spec as pytorch_spec
 from trainjobs.kinds.tensorflow import spec as tensorflow_spec
 
@@ -41,6 +42,7 @@ SOURCES = [
     CrdSource("ChainerJob", "chainerjobs", {"v1alpha1": chainer_spec.ChainerJobSpec}),
     CrdSource("TFJob", "tfjobs", tensorflow_spec.SPEC_MODELS),
     CrdSource("PyTorchJob", "pytorchjobs", pytorch_spec.SPEC_MODELS),
+    CrdSource("MPIJob", "mpijobs", mpijob_spec.SPEC_MODELS),
 ]
 
 

@@ -108,6 +108,47 @@ def _chainer(
     )
 
 
+def _mpijob(
+    document: dict[str, Any], source: str, namespace: str, options: GraphOptions
+) -> JobDefinition:
+    from trainjobs.kinds.chainer import graph as chainer_graph
+    from trainjobs.kinds.mpijob import spec as mpijob_spec
+
+    parsed = mpijob_spec.parse(document, source, namespace, options)
+    plan = parsed.graph
+    if is_queued(plan.labels):
+        raise SpecError(
+            source,
+            [
+                Problem(
+                    f"metadata.labels.{QUEUE_LABEL}",
+                    "an MPIJob cannot be queued by Kueue as one unit here (its workers are a "
+                    "StatefulSet, which Kueue would admit apart from the launcher's Job); remove "
+                    "the label (TFJobs and PyTorchJobs can be queued)",
+                )
+            ],
+        )
+    gang = plan.flavour.gang
+    return JobDefinition(
+        kind=mpijob_spec.KIND,
+        name=plan.names.job,
+        namespace=plan.namespace,
+        graph=chainer_graph.build_graph(plan, options),
+        # The launcher decides, as every MPIJob operator rules: its Job's Complete or Failed.
+        success_jobs=(plan.names.master,),
+        workers=[
+            Workload("StatefulSet", group.statefulset, group.replicas) for group in plan.workers
+        ],
+        worker_pods=plan.worker_pods,
+        clean_pod_policy=parsed.run.clean_pod_policy,
+        warnings=tuple(plan.warnings),
+        gang_min_member=gang.min_member if gang is not None else None,
+        anchor=("ConfigMap", plan.names.assets),
+        suspend=parsed.run.suspend,
+        ttl_seconds_after_finished=parsed.run.ttl_seconds_after_finished,
+    )
+
+
 def _replica_definition(plan: ReplicaJobPlan) -> JobDefinition:
     from trainjobs.core.replica_graph import as_queued, build_replica_graph
 
@@ -197,6 +238,7 @@ KINDS: dict[str, Parser] = {
     "ChainerJob": _chainer,
     "TFJob": _tensorflow,
     "PyTorchJob": _pytorch,
+    "MPIJob": _mpijob,
     "TrainJob": _trainjob,
 }
 """Each kind's parser; a kind's spec models (pydantic classes, costly to build) are imported

@@ -57,7 +57,7 @@ REFUSED = {
         "('training.kubedl.io/v1alpha1' is another project's TFJob, not Kubeflow's)"
     ),
     "tfjob-mlkube-v1beta1-kubeflow-training-operator-design-doc-2017-fig1.yaml": (
-        "kind: must be one of ChainerJob, TFJob, PyTorchJob, TrainJob (got 'TfJob')"
+        "kind: must be one of ChainerJob, TFJob, PyTorchJob, MPIJob, TrainJob (got 'TfJob')"
     ),
     "tfjob-v1-kubeflow-examples-mnist-kustomize-chief.yaml": (
         "metadata.name: '$(trainingName)' is not a valid job name: use lowercase letters, digits "

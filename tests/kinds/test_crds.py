@@ -19,11 +19,12 @@ def test_crds_command_writes_the_generated_files(tmp_path, capsys):
         f"{tmp_path}/chainerjobs.kubeflow.org.yaml",
         f"{tmp_path}/tfjobs.kubeflow.org.yaml",
         f"{tmp_path}/pytorchjobs.kubeflow.org.yaml",
+        f"{tmp_path}/mpijobs.kubeflow.org.yaml",
     ]
 
 
 def test_tf_and_pytorch_crds_serve_every_released_version_and_store_v1():
-    for source in crds.SOURCES[1:]:
+    for source in crds.SOURCES[1:3]:
         versions = crds.crd(source)["spec"]["versions"]
         assert [(v["name"], v["served"], v["storage"]) for v in versions] == [
             ("v1alpha1", True, False),
@@ -32,6 +33,18 @@ def test_tf_and_pytorch_crds_serve_every_released_version_and_store_v1():
             ("v1beta2", True, False),
             ("v1", True, True),
         ]
+
+
+def test_the_mpijob_crd_serves_its_three_versions_and_stores_v2beta1():
+    source = crds.SOURCES[3]
+    versions = crds.crd(source)["spec"]["versions"]
+
+    assert source.kind == "MPIJob"
+    assert [(v["name"], v["served"], v["storage"]) for v in versions] == [
+        ("v1alpha2", True, False),
+        ("v1", True, False),
+        ("v2beta1", True, True),
+    ]
 
 
 def test_each_version_pins_its_own_api_version_and_kind():

@@ -24,6 +24,7 @@ from trainjobs.core.jobset import child_jobs
 from trainjobs.kinds.chainer import spec as chainer_spec
 from trainjobs.kinds.chainer.graph import build_graph
 from trainjobs.kinds.registry import load_job
+from trainjobs.review.preview import REDACTED
 
 
 def written_manifests(directory: Path) -> list[dict]:
@@ -81,9 +82,17 @@ def test_previewed_stacks_pass_strict_validation(tmp_path):
         stack = stack_file.stem.removeprefix("Pulumi.")
         out = tmp_path / stack
         assert main(["preview", "--stack", stack, "--project", str(REPO), "--out", str(out)]) == 0
-        manifests = written_manifests(out)
+        manifests = [without_redacted(m) for m in written_manifests(out)]
         assert manifests, stack
         assert [p for m in manifests for p in schema_problems(m)] == []
+
+
+def without_redacted(manifest: dict) -> dict:
+    """A preview shows a Secret's data (the ssh transport's key pair, made at deploy time) as
+    the marker "[secret]": the object as applied has the data, which a preview cannot know."""
+    if manifest.get("kind") != "Secret":
+        return manifest
+    return {key: value for key, value in manifest.items() if value != REDACTED}
 
 
 def test_generated_crds_pass_strict_validation():

@@ -22,6 +22,11 @@ KUBECTL = f"{KUBECTL_DIR}/kubectl"
 READY_MARKER = "trainjobs-ready"
 
 
+def job_title(plan: ChainerJobPlan) -> str:
+    """The job as the scripts' comments name it: ``ChainerJob demo``, ``MPIJob pi``."""
+    return f"{plan.flavour.kind} {plan.names.job}"
+
+
 def hostfile(plan: ChainerJobPlan) -> str:
     """One `<pod> slots=<n>` line per pod, master first.
 
@@ -29,13 +34,19 @@ def hostfile(plan: ChainerJobPlan) -> str:
     writes (checkpoints, final metrics) lands in the Job's pod, which outlives the workers
     that are scaled to 0 when the job ends.
     """
-    lines = [hostfile_line(plan.names.master, plan.master.slots)]
-    lines += [hostfile_line(pod, group.slots) for group in plan.workers for pod in group.pods]
-    return "\n".join(lines) + "\n"
+    hosts = [(pod, group.slots) for group in plan.workers for pod in group.pods]
+    return hostfile_lines(plan, plan.names.master, hosts)
 
 
-def hostfile_line(host: str, slots: int) -> str:
-    return f"{host} slots={slots}"
+def hostfile_lines(plan: ChainerJobPlan, launcher: str, workers: list[tuple[str, int]]) -> str:
+    """The launcher (when the kind puts it there) and the workers, one line each, in the
+    format of the kind's MPI: Open MPI's ``host slots=N``, Hydra's ``host:N``."""
+    hosts = [(launcher, plan.master.slots)] if plan.flavour.launcher_in_hostfile else []
+    hosts += workers
+    hydra = plan.flavour.hydra_hostfile
+    return "".join(
+        f"{host}:{slots}\n" if hydra else f"{host} slots={slots}\n" for host, slots in hosts
+    )
 
 
 def kubexec(plan: ChainerJobPlan) -> str:
@@ -53,12 +64,17 @@ def kubexec(plan: ChainerJobPlan) -> str:
         for pod in group.pods
     ]
     return f"""#!/bin/sh
-# Open MPI rsh agent for ChainerJob {plan.names.job}: runs COMMAND in pod HOST.
+# Open MPI rsh agent for {job_title(plan)}: runs COMMAND in pod HOST.
 set -eu
 if [ $# -lt 2 ]; then
     echo "usage: kubexec.sh HOST COMMAND..." >&2
     exit 2
 fi
+# Options before HOST (an rsh or ssh option some launchers pass: Hydra's, Open MPI's
+# plm_rsh_args) mean nothing to kubectl exec: skipped, as mpi-operator's kubexec.sh did.
+while [ $# -gt 2 ] && [ "${{1#-}}" != "$1" ]; do
+    if [ "$1" = -o ]; then shift 2; else shift; fi
+done
 host=$1
 shift
 # Open MPI may pass a fully qualified name; the pod name is its first label.
@@ -86,7 +102,7 @@ def cluster_waiter(plan: ChainerJobPlan) -> str:
     )
     total = len(plan.worker_pods)
     return f"""#!/bin/sh
-# Cluster waiter for ChainerJob {plan.names.job}: every worker must be Running and exec-able.
+# Cluster waiter for {job_title(plan)}: every worker must be Running and exec-able.
 set -u
 kubectl="${{TRAINJOBS_KUBECTL:-kubectl}}"
 timeout_seconds="${{TRAINJOBS_WAIT_TIMEOUT_SECONDS:-{DEFAULT_WAIT_TIMEOUT_SECONDS}}}"
@@ -140,8 +156,11 @@ done
 
 def asset_files(plan: ChainerJobPlan) -> dict[str, str]:
     """The ConfigMap's data: file name -> content."""
-    return {
+    files = {
         "kubexec.sh": kubexec(plan),
         "hostfile": hostfile(plan),
         "cluster_waiter.sh": cluster_waiter(plan),
     }
+    if plan.flavour.discover_hosts is not None:
+        files["discover_hosts.sh"] = plan.flavour.discover_hosts
+    return files

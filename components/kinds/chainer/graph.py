@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import copy
 
+from trainjobs.core.gang import join, pod_group
 from trainjobs.core.graph import Graph, GraphOptions, Manifest, Node
 from trainjobs.core.labels import JOB_ROLE, REPLICA_TYPE, WORKER_SET, common_labels, metadata
-from trainjobs.core.pod_template import default_field, main_container, with_env
+from trainjobs.core.pod_template import default_field, main_container, replace_env, with_env
 from trainjobs.kinds.chainer import assets, ssh_assets
-from trainjobs.kinds.chainer.spec import KIND, ChainerJobPlan, WorkerGroup
+from trainjobs.kinds.chainer.spec import ChainerJobPlan, WorkerGroup
 
 ASSETS_VOLUME = "trainjobs-assets"
 KUBECTL_VOLUME = "trainjobs-kubectl"
 SSH_VOLUME = "trainjobs-ssh"
 SSH_STATE_VOLUME = "trainjobs-ssh-state"
+SSH_AUTH_VOLUME = "trainjobs-ssh-auth"
 
 # Workers that give no command of their own are exec targets (KEP-141): they sleep until told
 # to stop, and exit 0 on SIGTERM at once (a plain `sleep` as PID 1 would ignore SIGTERM and
@@ -66,12 +68,12 @@ def build_graph(plan: ChainerJobPlan, options: GraphOptions | None = None) -> Gr
     would order nothing more and cost Pulumi a third more time resolving dependencies.
     """
     options = options or GraphOptions()
-    names, namespace = plan.names, plan.namespace
-    graph = Graph(job=names.job, kind=KIND, namespace=namespace)
-    ssh = options.mpi_transport == "ssh" and bool(plan.workers)
+    names, namespace, kind = plan.names, plan.namespace, plan.flavour.kind
+    graph = Graph(job=names.job, kind=kind, namespace=namespace)
+    ssh = uses_ssh(plan, options) and bool(plan.workers)
 
     def labels(component: str) -> dict[str, str]:
-        return common_labels(names.job, KIND, component, plan.labels)
+        return common_labels(names.job, kind, component, plan.labels)
 
     config_map = graph.add(
         {
@@ -81,6 +83,11 @@ def build_graph(plan: ChainerJobPlan, options: GraphOptions | None = None) -> Gr
             "data": ssh_assets.asset_files(plan) if ssh else assets.asset_files(plan),
         }
     )
+    gang = plan.flavour.gang
+    if gang is not None:
+        # Before the pods: a pod that names its group before the group exists is not gang
+        # scheduled.
+        config_map = graph.add(pod_group(gang, names.job, namespace, labels("gang")), config_map)
     if not plan.workers:
         # A single-pod job execs nowhere: no RBAC, no Service, no workers.
         graph.add(_master_job(plan, options, labels("master")), config_map)
@@ -112,6 +119,11 @@ def build_graph(plan: ChainerJobPlan, options: GraphOptions | None = None) -> Gr
     ]
     graph.add(_master_job(plan, options, labels("master")), *workers)
     return graph
+
+
+def uses_ssh(plan: ChainerJobPlan, options: GraphOptions) -> bool:
+    """The kind's own transport (an MPIJob's operator decides it), else the stack's."""
+    return (plan.flavour.transport or options.mpi_transport) == "ssh"
 
 
 def _rbac(graph: Graph, plan: ChainerJobPlan, config_map: Node, labels: dict[str, str]) -> Node:
@@ -195,7 +207,7 @@ def _worker_statefulset(
         WORKER_SET: group.statefulset,
     }
     template = copy.deepcopy(group.template)
-    _pod_labels(template, labels, selector)
+    _pod_labels(template, labels, {**selector, **plan.flavour.worker_labels})
     pod = template["spec"]
     # Workers never call the API server; don't hand them a token.
     pod["automountServiceAccountToken"] = False
@@ -230,19 +242,57 @@ def _worker_statefulset(
         # chainer-operator mounted them on its workers (newWorkerSet in its mpi backend).
         container["volumeMounts"] = [*(container.get("volumeMounts") or []), _assets_mount()]
         pod["volumes"] = [*(pod.get("volumes") or []), _assets_volume(plan)]
+    _operator_additions(plan, template, container, list(plan.flavour.worker_env), ssh)
+    if plan.flavour.gang is not None:
+        join(plan.flavour.gang, plan.names.job, "worker", template)
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
         "metadata": metadata(group.statefulset, plan.namespace, labels),
         "spec": {
             "serviceName": plan.names.service,
-            "replicas": group.replicas,
+            # A suspended job's workers wait at 0; a run restores the declared size.
+            "replicas": 0 if plan.flavour.suspend else group.replicas,
             # Start all workers at once; ordered start-up buys nothing for exec targets.
             "podManagementPolicy": "Parallel",
             "selector": {"matchLabels": selector},
             "template": template,
         },
     }
+
+
+def _operator_additions(
+    plan: ChainerJobPlan,
+    template: Manifest,
+    container: Manifest,
+    env: list[Manifest],
+    ssh: bool,
+) -> None:
+    """What an MPIJob's operator adds to a pod: its env (its values win), its files where it
+    mounts them, and, with ssh, the job's key pair where the image's own ssh looks for it."""
+    flavour = plan.flavour
+    replace_env(container, env)
+    pod = template["spec"]
+    mounts: list[Manifest] = []
+    if flavour.config_mount is not None:
+        mounts.append({"name": ASSETS_VOLUME, "mountPath": flavour.config_mount, "readOnly": True})
+    if ssh and flavour.ssh_auth_mount_path is not None:
+        # As mpi-operator's setupSSHOnPod (pkg/controller/mpi_job_controller.go): owner-only
+        # files under /root/.ssh, the Secret's default mode elsewhere.
+        secret: Manifest = {
+            "secretName": plan.names.ssh_secret,
+            "items": [
+                {"key": ssh_assets.PRIVATE_KEY, "path": "id_rsa"},
+                {"key": ssh_assets.PUBLIC_KEY, "path": "id_rsa.pub"},
+                {"key": ssh_assets.PUBLIC_KEY, "path": "authorized_keys"},
+            ],
+        }
+        if flavour.ssh_auth_mount_path == "/root/.ssh":
+            secret["defaultMode"] = 0o600
+        pod["volumes"] = [*(pod.get("volumes") or []), {"name": SSH_AUTH_VOLUME, "secret": secret}]
+        mounts.append({"name": SSH_AUTH_VOLUME, "mountPath": flavour.ssh_auth_mount_path})
+    if mounts:
+        container["volumeMounts"] = [*(container.get("volumeMounts") or []), *mounts]
 
 
 def _ssh_env() -> list[Manifest]:
@@ -276,12 +326,13 @@ def _ssh_mount() -> Manifest:
 
 
 def _master_job(plan: ChainerJobPlan, options: GraphOptions, labels: dict[str, str]) -> Manifest:
-    names = plan.names
-    ssh = options.mpi_transport == "ssh"
+    names, flavour = plan.names, plan.flavour
+    ssh = uses_ssh(plan, options)
     template = copy.deepcopy(plan.master.template)
-    _pod_labels(template, labels, {REPLICA_TYPE: "master", JOB_ROLE: "master"})
+    roles = {REPLICA_TYPE: "master", JOB_ROLE: "master", **flavour.launcher_labels}
+    _pod_labels(template, labels, roles)
     pod = template["spec"]
-    default_field(pod, "restartPolicy", "Never")
+    default_field(pod, "restartPolicy", flavour.launcher_restart)
     # The hostfile names the master by this hostname, so Open MPI recognises it as local.
     pod["hostname"] = names.master
     container = main_container(template, plan.master.container)
@@ -323,12 +374,21 @@ def _master_job(plan: ChainerJobPlan, options: GraphOptions, labels: dict[str, s
     with_env(container, env)
     container["volumeMounts"] = [*(container.get("volumeMounts") or []), *mounts]
     pod["volumes"] = [*(pod.get("volumes") or []), *volumes]
+    _operator_additions(
+        plan, template, container, list(flavour.launcher_env), ssh and bool(plan.workers)
+    )
+    if flavour.gang is not None:
+        join(flavour.gang, names.job, "launcher", template)
 
     spec: Manifest = {"template": template}
     if plan.master.backoff_limit is not None:
         spec["backoffLimit"] = plan.master.backoff_limit
     if plan.master.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = plan.master.active_deadline_seconds
+    if flavour.ttl_seconds_after_finished is not None:
+        spec["ttlSecondsAfterFinished"] = flavour.ttl_seconds_after_finished
+    if flavour.suspend:
+        spec["suspend"] = True
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",

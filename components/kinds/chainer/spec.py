@@ -15,7 +15,7 @@ schema does not know are warnings, as chainer-operator's API server stored and i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from trainjobs.core.models import ObjectMeta, problem_from_pydantic
 from trainjobs.core.names import DNS1123_LABEL, JobNames, check_name_limits
 from trainjobs.core.pod_template import GPU_RESOURCE, PodTemplate, check_pod_template
 from trainjobs.core.spec_model import SpecModel, unknown_fields
+from trainjobs.kinds.chainer.flavour import MpiFlavour
 
 API_VERSION = "kubeflow.org/v1alpha1"
 KIND = "ChainerJob"
@@ -183,6 +184,8 @@ class ChainerJobPlan:
     master: Master
     workers: list[WorkerGroup]
     warnings: list[Problem]
+    flavour: MpiFlavour = field(default_factory=MpiFlavour)
+    """What the kind decides (ChainerJob's defaults, or an MPIJob operator's choices)."""
 
     @property
     def worker_pods(self) -> list[str]:

@@ -26,7 +26,8 @@ from trainjobs.core.labels import metadata
 from trainjobs.kinds.chainer.assets import (
     ASSETS_DIR,
     READY_MARKER,
-    hostfile_line,
+    hostfile_lines,
+    job_title,
     waiter_decision,
 )
 from trainjobs.kinds.chainer.spec import ChainerJobPlan
@@ -101,15 +102,22 @@ def hostfile(plan: ChainerJobPlan) -> str:
     """The master first (rank 0, started locally), then each worker by its DNS name, as
     mpi-operator writes them (``newConfigMap``): a worker's bare name does not resolve in
     other pods, whose DNS search path holds no Service subdomain."""
-    lines = [hostfile_line(plan.names.master, plan.master.slots)]
     slots = {pod: group.slots for group in plan.workers for pod in group.pods}
-    lines += [hostfile_line(host, slots[pod]) for pod, host in worker_hosts(plan)]
-    return "\n".join(lines) + "\n"
+    workers = [(host, slots[pod]) for pod, host in worker_hosts(plan)]
+    return hostfile_lines(plan, launcher_host(plan), workers)
+
+
+def launcher_host(plan: ChainerJobPlan) -> str:
+    """The launcher as the hostfile names it: a ChainerJob's master by its hostname (Open MPI
+    sees it is local), an MPIJob's launcher by its DNS name, as mpi-operator writes it."""
+    if plan.flavour.kind == "ChainerJob":
+        return plan.names.master
+    return f"{plan.names.master}.{plan.names.service}.{plan.namespace}.svc"
 
 
 def sshd_config(plan: ChainerJobPlan) -> str:
     """Key-only logins on a high port; runnable as the container's user (no privileges)."""
-    return f"""# sshd of the worker pods of ChainerJob {plan.names.job} (ssh transport).
+    return f"""# sshd of the worker pods of {job_title(plan)} (ssh transport).
 # sshd.sh adds the host key, the authorized key and the session entry on its command line.
 Port {SSH_PORT}
 PidFile none
@@ -134,7 +142,7 @@ LogLevel ERROR
 
 def ssh_config(plan: ChainerJobPlan) -> str:
     """The client side: the job's key only, host keys checked, never a prompt."""
-    return f"""# ssh client of ChainerJob {plan.names.job} (ssh transport): Open MPI's launcher
+    return f"""# ssh client of {job_title(plan)} (ssh transport): Open MPI's launcher
 # and the cluster waiter. sshexec.sh adds the key and known_hosts on its command line.
 Host *
     Port {SSH_PORT}
@@ -178,12 +186,17 @@ def sshexec(plan: ChainerJobPlan) -> str:
     cases = [f'    {shlex.quote(plan.names.master)}) exec sh -c "$*" ;;']
     cases += [f"    {pod}) ;;" for pod in pods]
     return f"""#!/bin/sh
-# Open MPI rsh agent for ChainerJob {plan.names.job} (ssh transport): runs COMMAND in pod HOST.
+# Open MPI rsh agent for {job_title(plan)} (ssh transport): runs COMMAND in pod HOST.
 set -eu
 if [ $# -lt 2 ]; then
     echo "usage: sshexec.sh HOST COMMAND..." >&2
     exit 2
 fi
+# ssh options before HOST (Open MPI's plm_rsh_args, as mpi-operator sets them) are the
+# job's ssh_config's already: skipped.
+while [ $# -gt 2 ] && [ "${{1#-}}" != "$1" ]; do
+    if [ "$1" = -o ]; then shift 2; else shift; fi
+done
 host=$1
 shift
 case "${{host%%.*}}" in
@@ -203,7 +216,7 @@ def sshd(plan: ChainerJobPlan) -> str:
     file is private (umask 077) in an in-memory emptyDir: env values may be secrets.
     """
     return f"""#!/bin/sh
-# sshd of a worker pod of ChainerJob {plan.names.job} (ssh transport), as the container's user.
+# sshd of a worker pod of {job_title(plan)} (ssh transport), as the container's user.
 set -eu
 {_PREAMBLE}
 assets=$(cd "$assets" && pwd)
@@ -240,7 +253,7 @@ def cluster_waiter(plan: ChainerJobPlan) -> str:
     pairs = "\n".join(f"{pod} {host}" for pod, host in worker_hosts(plan))
     total = len(plan.worker_pods)
     return f"""#!/bin/sh
-# Cluster waiter for ChainerJob {plan.names.job} (ssh transport): every worker's sshd must answer.
+# Cluster waiter for {job_title(plan)} (ssh transport): every worker's sshd must answer.
 set -u
 {_PREAMBLE}
 timeout_seconds="${{TRAINJOBS_WAIT_TIMEOUT_SECONDS:-{DEFAULT_WAIT_TIMEOUT_SECONDS}}}"
@@ -316,7 +329,7 @@ while :; do
 
 def asset_files(plan: ChainerJobPlan) -> dict[str, str]:
     """The assets ConfigMap's data for the ssh transport: file name -> content."""
-    return {
+    files = {
         "hostfile": hostfile(plan),
         "sshexec.sh": sshexec(plan),
         "ssh_config": ssh_config(plan),
@@ -325,3 +338,6 @@ def asset_files(plan: ChainerJobPlan) -> dict[str, str]:
         "ssh_session.sh": ssh_session(),
         "cluster_waiter.sh": cluster_waiter(plan),
     }
+    if plan.flavour.discover_hosts is not None:
+        files["discover_hosts.sh"] = plan.flavour.discover_hosts
+    return files

@@ -159,8 +159,8 @@ CASES: list[tuple[str, Mutation, str]] = [
     ),
     (
         "wrong-kind",
-        lambda j: j.update(kind="MPIJob"),
-        "kind: must be one of ChainerJob, TFJob, PyTorchJob, TrainJob (got 'MPIJob')",
+        lambda j: j.update(kind="XGBoostJob"),
+        "kind: must be one of ChainerJob, TFJob, PyTorchJob, MPIJob, TrainJob (got 'XGBoostJob')",
     ),
     (
         "missing-name",

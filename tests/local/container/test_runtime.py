@@ -144,6 +144,15 @@ def test_the_ssh_transport_runs_in_containers_with_the_images_own_sshd(tmp_path:
     assert left_by(run) == []
 
 
+def test_the_mpijob_example_trains_in_containers_over_ssh(tmp_path: Path):
+    run = Run(REPO / "jobs" / "mpijob-chainermn.yaml", tmp_path / "run", *CONTAINER)
+
+    assert run.exit_code == 0, "\n".join([*run.lines[-30:], run.stderr])
+    assert final_accuracy(run) >= 0.95
+    assert run.summary["apiCalls"] == {}
+    assert left_by(run) == []
+
+
 @pytest.mark.parametrize("example", ["pytorch-mnist", "tf-mnist"])
 def test_pytorch_and_tensorflow_examples_train_in_containers(tmp_path: Path, example: str):
     run = Run(REPO / "jobs" / f"{example}.yaml", tmp_path / "run", *CONTAINER)
