@@ -1,5 +1,4 @@
-"""The public job components (ChainerJob, TFJob, PyTorchJob, MPIJob, TrainJob) from a model,
-dict or file.
+"""The public job components (Chainer, TF, PyTorch, MPI and Train jobs) from a model or file.
 
 Each is a :class:`~trainjobs.deploy.component.TrainingJob` built from one validated job: the
 spec goes through the same parser as `trainjobs validate` and `trainjobs render`, so a

@@ -1,5 +1,4 @@
-"""The component provider: ChainerJob, TFJob, PyTorchJob, MPIJob and TrainJob for every Pulumi
-language.
+"""The component provider: the job components (TrainJob included) for every Pulumi language.
 
 ``pulumi.provider.experimental`` (SDK 3.272) infers the package schema from the type
 annotations of each component's ``args`` (a TypedDict) and its output attributes, and
