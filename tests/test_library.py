@@ -132,6 +132,23 @@ def test_a_trainjob_with_its_runtime_beside_it_registers_the_objects_of_its_file
     ]
 
 
+def test_a_trainjob_list_named_otherwise_than_its_component_is_refused(tmp_path):
+    program = """
+import yaml
+import trainjobs
+
+*runtimes, document = yaml.safe_load_all(open("jobs/trainjob-mpi-chainermn.yaml"))
+trainjobs.TrainJob("other", {"apiVersion": "v1", "kind": "List", "items": [*runtimes, document]})
+"""
+    with pytest.raises(UserError) as error:
+        run_preview("test", program_project(tmp_path / "p", program))
+    assert str(error.value).splitlines() == [
+        "TrainJob other: invalid job spec (1 problem(s))",
+        "  metadata.name: is 'trainjob-mpi-chainermn' but the component is named 'other'; "
+        "name the component as the job",
+    ]
+
+
 def test_a_trainjob_naming_a_runtime_not_given_fails_listing_the_runtimes_there_are(tmp_path):
     program = """
 import trainjobs

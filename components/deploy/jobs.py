@@ -113,8 +113,15 @@ class KubeflowJob(TrainingJob, Generic[SpecT]):
     ) -> dict[str, Any]:
         """The job document a spec stands for, as `trainjobs validate` reads it from YAML."""
         if isinstance(spec, Mapping) and spec.get("kind") == "List":
-            # A TrainJob and the training runtimes given beside it (one file, or ``runtimes``).
-            return dict(spec)
+            # A TrainJob and the training runtimes given beside it (one file, or ``runtimes``):
+            # the job among them is named as the component.
+            items = [
+                cls.document(name, item, labels, source)
+                if isinstance(item, Mapping) and item.get("kind") == cls.KIND
+                else item
+                for item in spec.get("items") or []
+            ]
+            return {**spec, "items": items}
         if isinstance(spec, BaseModel):
             # Only what the program set: defaults stay the operator's, as in YAML.
             section: Any = spec.model_dump(by_alias=True, exclude_unset=True, mode="json")
