@@ -32,6 +32,8 @@ if TYPE_CHECKING:
         PyTorchJobSpec,
         TFJob,
         TFJobSpec,
+        TrainJob,
+        TrainJobSpec,
     )
     from trainjobs.images.cuda_image import CudaImage
     from trainjobs.kinds.chainer.spec import ChainerJobSpec, MasterSpec, MpiConfig, WorkerSpec
@@ -47,6 +49,8 @@ _EXPORTS = {
     "JobCompletion": "trainjobs.deploy.jobs",
     "TFJobSpec": "trainjobs.deploy.jobs",
     "PyTorchJobSpec": "trainjobs.deploy.jobs",
+    "TrainJob": "trainjobs.deploy.jobs",
+    "TrainJobSpec": "trainjobs.deploy.jobs",
     "ChainerJobSpec": "trainjobs.kinds.chainer.spec",
     "MasterSpec": "trainjobs.kinds.chainer.spec",
     "WorkerSpec": "trainjobs.kinds.chainer.spec",
@@ -89,6 +93,8 @@ __all__ = [
     "SchedulingProfile",
     "TFJob",
     "TFJobSpec",
+    "TrainJob",
+    "TrainJobSpec",
     "TrainingJob",
     "WatchSettings",
     "WorkerSpec",

@@ -42,6 +42,8 @@ PUBLIC = {
     "SchedulingProfile",
     "TFJob",
     "TFJobSpec",
+    "TrainJob",
+    "TrainJobSpec",
     "TrainingJob",
     "WatchSettings",
     "WorkerSpec",
@@ -83,6 +85,87 @@ def test_the_wheel_holds_only_the_trainjobs_package(tmp_path):
         "trainjobs"
     }
     assert "trainjobs/deploy/jobs.py" in names
+
+
+CONSTRUCT_WITH_RUNTIMES = """
+import yaml
+from trainjobs.deploy.provider import provider
+
+*runtimes, document = yaml.safe_load_all(open("jobs/trainjob-mpi-chainermn.yaml"))
+inputs = {"spec": document["spec"], "runtimes": runtimes}
+provider().construct(document["metadata"]["name"], "trainjobs:index:TrainJob", inputs, None)
+"""
+
+LIBRARY_WITH_RUNTIMES = """
+import yaml
+import trainjobs
+
+*runtimes, document = yaml.safe_load_all(open("jobs/trainjob-mpi-chainermn.yaml"))
+trainjobs.TrainJob("trainjob-mpi-chainermn", document["spec"], runtimes=runtimes)
+"""
+
+
+def test_a_trainjob_with_its_runtime_beside_it_registers_the_objects_of_its_file(tmp_path):
+    from_file = FROM_FILE.format(kind="TrainJob", file="trainjob-mpi-chainermn.yaml")
+    expected = run_preview("test", program_project(tmp_path / "file", from_file))
+    through_provider = run_preview(
+        "test", program_project(tmp_path / "provider", CONSTRUCT_WITH_RUNTIMES)
+    )
+    library = run_preview("test", program_project(tmp_path / "library", LIBRARY_WITH_RUNTIMES))
+
+    # The same objects; the runtime's record names where it was given: the file, or the component.
+    from_the_component = json.dumps(registered(through_provider))
+    assert json.dumps(registered(library)) == from_the_component
+    assert from_the_component == json.dumps(registered(expected)).replace(
+        "ClusterTrainingRuntime/mpi-chainermn (jobs/trainjob-mpi-chainermn.yaml)",
+        "ClusterTrainingRuntime/mpi-chainermn (TrainJob trainjob-mpi-chainermn)",
+    )
+    assert from_the_component.count("(TrainJob trainjob-mpi-chainermn)") == 1
+    assert [(r.type, r.name) for r in expected.resources[:1]] == [
+        ("trainjobs:index:TrainJob", "trainjob-mpi-chainermn")
+    ]
+    assert [(kind, name) for kind, name, _ in objects(expected)] == [
+        ("ConfigMap", "trainjob-mpi-chainermn-mpi-hostfile"),
+        ("ConfigMap", "trainjob-mpi-chainermn-trainjob"),
+        ("JobSet", "trainjob-mpi-chainermn"),
+        ("Secret", "trainjob-mpi-chainermn-mpi-ssh-auth"),
+    ]
+
+
+def test_a_trainjob_list_named_otherwise_than_its_component_is_refused(tmp_path):
+    program = """
+import yaml
+import trainjobs
+
+*runtimes, document = yaml.safe_load_all(open("jobs/trainjob-mpi-chainermn.yaml"))
+trainjobs.TrainJob("other", {"apiVersion": "v1", "kind": "List", "items": [*runtimes, document]})
+"""
+    with pytest.raises(UserError) as error:
+        run_preview("test", program_project(tmp_path / "p", program))
+    assert str(error.value).splitlines() == [
+        "TrainJob other: invalid job spec (1 problem(s))",
+        "  metadata.name: is 'trainjob-mpi-chainermn' but the component is named 'other'; "
+        "name the component as the job",
+    ]
+
+
+def test_a_trainjob_naming_a_runtime_not_given_fails_listing_the_runtimes_there_are(tmp_path):
+    program = """
+import trainjobs
+
+trainjobs.TrainJob("t", {"runtimeRef": {"name": "mpi-chainermn"}})
+"""
+    with pytest.raises(UserError) as error:
+        run_preview("test", program_project(tmp_path / "p", program))
+    assert str(error.value).splitlines() == [
+        "TrainJob t: invalid job spec (1 problem(s))",
+        '  spec.runtimeRef: clustertrainingruntimes.trainer.kubeflow.org "mpi-chainermn" not '
+        "found: specified clusterTrainingRuntime must be created before the TrainJob is "
+        "created; the runtimes there are ClusterTrainingRuntime/deepspeed-distributed, "
+        "ClusterTrainingRuntime/jax-distributed, ClusterTrainingRuntime/mlx-distributed, "
+        "ClusterTrainingRuntime/torch-distributed, ClusterTrainingRuntime/xgboost-distributed "
+        "(Kubeflow Trainer v2.3.0's, and those given beside the TrainJob in its file)",
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -352,8 +435,10 @@ def test_the_schema_lists_each_job_with_typed_inputs():
     served = json.loads(SCHEMA_FILE.read_text())
     assert sorted(served["resources"]) == [
         "trainjobs:index:ChainerJob",
+        "trainjobs:index:MPIJob",
         "trainjobs:index:PyTorchJob",
         "trainjobs:index:TFJob",
+        "trainjobs:index:TrainJob",
     ]
     tfjob = served["resources"]["trainjobs:index:TFJob"]
     assert (tfjob["isComponent"], tfjob["requiredInputs"]) == (True, ["spec"])
@@ -378,6 +463,67 @@ def test_the_schema_lists_each_job_with_typed_inputs():
         ["backend", "master", "worker", "workerSets"],
         ["master"],
     )
+    mpijob = served["types"]["trainjobs:index:MPIJobSpecArgs"]
+    assert (sorted(mpijob["properties"]), mpijob["required"]) == (
+        [
+            "launcherCreationPolicy",
+            "mpiImplementation",
+            "mpiReplicaSpecs",
+            "runLauncherAsWorker",
+            "runPolicy",
+            "slotsPerWorker",
+            "sshAuthMountPath",
+        ],
+        ["mpiReplicaSpecs"],
+    )
+    trainjob = served["resources"]["trainjobs:index:TrainJob"]
+    assert (sorted(trainjob["inputProperties"]), trainjob["requiredInputs"]) == (
+        ["labels", "namespace", "runtimes", "spec"],
+        ["spec"],
+    )
+    about = "Training runtime documents beside the TrainJob, as in its file. Default: none."
+    assert trainjob["inputProperties"]["runtimes"] == {
+        "description": about,
+        "items": {
+            "additionalProperties": {
+                "$ref": "pulumi.json#/Any",
+                "description": about,
+                "plain": True,
+            },
+            "description": about,
+            "plain": True,
+            "type": "object",
+        },
+        "plain": True,
+        "type": "array",
+    }
+    trainjob_spec = served["types"]["trainjobs:index:TrainJobSpecArgs"]
+    assert (sorted(trainjob_spec["properties"]), trainjob_spec["required"]) == (
+        [
+            "activeDeadlineSeconds",
+            "annotations",
+            "initializer",
+            "labels",
+            "managedBy",
+            "podSpecOverrides",
+            "podTemplateOverrides",
+            "runtimePatches",
+            "runtimeRef",
+            "suspend",
+            "trainer",
+        ],
+        ["runtimeRef"],
+    )
+    trainer = served["types"]["trainjobs:index:TrainerArgs"]["properties"]
+    assert sorted(trainer) == [
+        "args",
+        "command",
+        "env",
+        "image",
+        "numNodes",
+        "numProcPerNode",
+        "resourcesPerNode",
+    ]
 
 
 CONSTRUCT = """
@@ -410,6 +556,8 @@ def registered(result: PreviewResult) -> list[tuple]:
         ("ChainerJob", "chainermn-mnist.yaml"),
         ("TFJob", "tf-mnist.yaml"),
         ("PyTorchJob", "pytorch-mnist.yaml"),
+        ("MPIJob", "mpijob-chainermn.yaml"),
+        ("TrainJob", "trainjob-torch.yaml"),
     ],
 )
 def test_construct_through_the_provider_registers_what_the_python_api_does(tmp_path, kind, file):

@@ -1,4 +1,4 @@
-"""The public job components (ChainerJob, TFJob, PyTorchJob, MPIJob) from a model, dict or file.
+"""The public job components (Chainer, TF, PyTorch, MPI and Train jobs) from a model or file.
 
 Each is a :class:`~trainjobs.deploy.component.TrainingJob` built from one validated job: the
 spec goes through the same parser as `trainjobs validate` and `trainjobs render`, so a
@@ -29,6 +29,8 @@ from trainjobs.kinds.mpijob.spec import MPIJobSpecV2Beta1 as MPIJobSpec
 from trainjobs.kinds.pytorch.spec import PyTorchJobSpecV1 as PyTorchJobSpec
 from trainjobs.kinds.registry import JobDefinition, parse_job
 from trainjobs.kinds.tensorflow.spec import TFJobSpecV1 as TFJobSpec
+from trainjobs.kinds.trainjob.spec import API_VERSION as TRAINJOB_API_VERSION
+from trainjobs.kinds.trainjob.spec import TrainJobSpec
 
 SpecT = TypeVar("SpecT", bound=BaseModel)
 
@@ -110,6 +112,16 @@ class KubeflowJob(TrainingJob, Generic[SpecT]):
         source: str = "",
     ) -> dict[str, Any]:
         """The job document a spec stands for, as `trainjobs validate` reads it from YAML."""
+        if isinstance(spec, Mapping) and spec.get("kind") == "List":
+            # A TrainJob and the training runtimes given beside it (one file, or ``runtimes``):
+            # the job among them is named as the component.
+            items = [
+                cls.document(name, item, labels, source)
+                if isinstance(item, Mapping) and item.get("kind") == cls.KIND
+                else item
+                for item in spec.get("items") or []
+            ]
+            return {**spec, "items": items}
         if isinstance(spec, BaseModel):
             # Only what the program set: defaults stay the operator's, as in YAML.
             section: Any = spec.model_dump(by_alias=True, exclude_unset=True, mode="json")
@@ -160,7 +172,11 @@ class KubeflowJob(TrainingJob, Generic[SpecT]):
             document = load_file(path)
         except UserError as error:
             raise pulumi.RunError(str(error)) from None
-        metadata = document.get("metadata")
+        named = document
+        if document.get("kind") == "List":  # a TrainJob with its runtimes: the job's name
+            items = document.get("items") or []
+            named = next((i for i in items if i.get("kind") == cls.KIND), named)
+        metadata = named.get("metadata")
         name = metadata.get("name") if isinstance(metadata, dict) else None
         return cls(
             name if isinstance(name, str) else "",
@@ -208,6 +224,53 @@ class MPIJob(KubeflowJob[MPIJobSpec]):
 
     KIND = "MPIJob"
     API_VERSION = "kubeflow.org/v2beta1"
+
+
+class TrainJob(KubeflowJob[TrainJobSpec]):
+    """A Kubeflow Trainer v2 TrainJob (``trainer.kubeflow.org/v1alpha1``): the JobSet the
+    Trainer controller would make from its training runtime, deployed without that controller.
+    Typed ``trainjobs:index:TrainJob``; arguments as :class:`KubeflowJob`'s, plus ``runtimes``
+    (default none: Kubeflow's released ClusterTrainingRuntimes only): ClusterTrainingRuntime or
+    TrainingRuntime documents given beside the TrainJob, as in its YAML file."""
+
+    KIND = "TrainJob"
+    API_VERSION = TRAINJOB_API_VERSION
+
+    def __init__(
+        self,
+        name: str,
+        spec: TrainJobSpec | Mapping[str, Any],
+        *,
+        runtimes: Sequence[Mapping[str, Any]] = (),
+        namespace: str = "default",
+        labels: Mapping[str, str] | None = None,
+        options: GraphOptions | None = None,
+        pool: SchedulingProfile | None = None,
+        images: Mapping[str, str] | None = None,
+        require_digests: bool = False,
+        watched: bool = False,
+        source: str | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        if runtimes:
+            try:
+                document = self.document(name, spec, labels, source or f"TrainJob {name}")
+            except UserError as error:
+                raise pulumi.RunError(str(error)) from None
+            spec = {"apiVersion": "v1", "kind": "List", "items": [*map(dict, runtimes), document]}
+        super().__init__(
+            name,
+            spec,
+            namespace=namespace,
+            labels=labels,
+            options=options,
+            pool=pool,
+            images=images,
+            require_digests=require_digests,
+            watched=watched,
+            source=source,
+            opts=opts,
+        )
 
 
 class JobCompletion(completion.JobCompletion, module="trainjobs", name="JobCompletion"):

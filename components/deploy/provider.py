@@ -1,13 +1,14 @@
-"""The component provider: ChainerJob, TFJob and PyTorchJob for every Pulumi language.
+"""The component provider: the job components (TrainJob included) for every Pulumi language.
 
 ``pulumi.provider.experimental`` (SDK 3.272) infers the package schema from the type
 annotations of each component's ``args`` (a TypedDict) and its output attributes, and
 constructs a component from the inputs a TypeScript, Go, C# or YAML program sends
 (``pulumi/provider/experimental/analyzer.py`` and ``component.py``). The components here are
 the Python API's, with arguments the analyzer can read: the inputs are Kubeflow's ``v1``
-spec (``ChainerJob``: ``v1alpha1``), field by field, with pod templates as free-form
-objects. Jobs built through the provider are not watched: the completion watcher is a
-Python dynamic resource, which only a Python program can create.
+spec (``ChainerJob``: ``v1alpha1``; ``MPIJob``: ``v2beta1``; ``TrainJob``: Trainer's
+``v1alpha1``, with its training runtimes as free-form documents beside it), field by field,
+with pod templates as free-form objects. Jobs built through the provider are not watched:
+the completion watcher is a Python dynamic resource, which only a Python program can create.
 
 ``python -m trainjobs.deploy.provider`` prints the schema (``provider/schema.json``).
 """
@@ -138,6 +139,82 @@ class ChainerJobSpecArgs(TypedDict):
     """Worker-set name -> workers (chainer-operator's shape). Default: none."""
 
 
+class MPIJobSpecArgs(TypedDict):
+    """An MPIJob's ``spec`` (``kubeflow.org/v2beta1``, mpi-operator)."""
+
+    slots_per_worker: NotRequired[int]
+    """MPI slots per worker. Default: 1."""
+    run_policy: NotRequired[RunPolicyArgs]
+    """Run-wide policies. Default: the operator's."""
+    ssh_auth_mount_path: NotRequired[str]
+    """Where the job's key pair is mounted in each pod. Default: /root/.ssh."""
+    launcher_creation_policy: NotRequired[str]
+    """AtStartup (default) or WaitForWorkersReady."""
+    mpi_implementation: NotRequired[str]
+    """OpenMPI (default), Intel or MPICH."""
+    run_launcher_as_worker: NotRequired[bool]
+    """The launcher is also the hostfile's first host. Default: false."""
+    mpi_replica_specs: dict[str, ReplicaSpecArgs]
+    """Launcher (exactly one) and Worker -> their replicas."""
+
+
+class RuntimeRefArgs(TypedDict):
+    """The training runtime a TrainJob runs on."""
+
+    name: str
+    """The runtime's name (torch-distributed, or one given in ``runtimes``)."""
+    api_group: NotRequired[str]
+    """Default: trainer.kubeflow.org."""
+    kind: NotRequired[str]
+    """ClusterTrainingRuntime (default) or TrainingRuntime."""
+
+
+class TrainerArgs(TypedDict):
+    """A TrainJob's overrides of its runtime's trainer."""
+
+    image: NotRequired[str]
+    """The trainer's image. Default: the runtime's."""
+    command: NotRequired[list[str]]
+    """The trainer's command. Default: the runtime's."""
+    args: NotRequired[list[str]]
+    """The trainer's args. Default: the runtime's."""
+    env: NotRequired[list[dict[str, Any]]]
+    """Env of the trainer's node container (Kubernetes EnvVars). Default: none."""
+    num_nodes: NotRequired[int]
+    """Training nodes. Default: the runtime's MLPolicy numNodes."""
+    resources_per_node: NotRequired[dict[str, Any]]
+    """Resources of each node (Kubernetes ResourceRequirements). Default: the runtime's."""
+    num_proc_per_node: NotRequired[str]
+    """Processes per node: a number, or (before Trainer v2.2) auto, cpu or gpu."""
+
+
+class TrainJobSpecArgs(TypedDict):
+    """A TrainJob's ``spec`` (``trainer.kubeflow.org/v1alpha1``)."""
+
+    runtime_ref: RuntimeRefArgs
+    """The training runtime."""
+    initializer: NotRequired[dict[str, Any]]
+    """Dataset and model initializers. Default: none."""
+    trainer: NotRequired[TrainerArgs]
+    """Overrides of the runtime's trainer. Default: none."""
+    runtime_patches: NotRequired[list[dict[str, Any]]]
+    """Trainer v2.2+: patches to the runtime's JobSet template, by manager. Default: none."""
+    pod_template_overrides: NotRequired[list[dict[str, Any]]]
+    """Trainer v2.1: pod template overrides of target replicated Jobs. Default: none."""
+    pod_spec_overrides: NotRequired[list[dict[str, Any]]]
+    """Trainer v2.0: pod spec overrides of target replicated Jobs. Default: none."""
+    labels: NotRequired[dict[str, str]]
+    """Trainer v2.0-v2.1: labels of the JobSet. Default: none."""
+    annotations: NotRequired[dict[str, str]]
+    """Trainer v2.0-v2.1: annotations of the JobSet. Default: none."""
+    suspend: NotRequired[bool]
+    """True: no pods run. Default: false."""
+    active_deadline_seconds: NotRequired[int]
+    """Wall-clock limit of the job. Default: none."""
+    managed_by: NotRequired[str]
+    """The controller that manages the TrainJob. Default: Trainer's."""
+
+
 class TFJobArgs(TypedDict):
     """The inputs of a TFJob."""
 
@@ -165,6 +242,30 @@ class ChainerJobArgs(TypedDict):
 
     spec: ChainerJobSpecArgs
     """The ChainerJob's spec, as in Kubeflow's YAML."""
+    namespace: NotRequired[str]
+    """The job's namespace. Default: default."""
+    labels: NotRequired[dict[str, str]]
+    """Labels of the job. Default: none."""
+
+
+class MPIJobArgs(TypedDict):
+    """The inputs of an MPIJob."""
+
+    spec: MPIJobSpecArgs
+    """The MPIJob's spec, as in Kubeflow's YAML."""
+    namespace: NotRequired[str]
+    """The job's namespace. Default: default."""
+    labels: NotRequired[dict[str, str]]
+    """Labels of the job. Default: none."""
+
+
+class TrainJobArgs(TypedDict):
+    """The inputs of a TrainJob."""
+
+    spec: TrainJobSpecArgs
+    """The TrainJob's spec, as in Kubeflow's YAML."""
+    runtimes: NotRequired[list[dict[str, Any]]]
+    """Training runtime documents beside the TrainJob, as in its file. Default: none."""
     namespace: NotRequired[str]
     """The job's namespace. Default: default."""
     labels: NotRequired[dict[str, str]]
@@ -224,7 +325,30 @@ class ChainerJob(jobs.ChainerJob):
         super().__init__(name, spec, **settings, opts=opts)
 
 
-COMPONENTS: list[type[pulumi.ComponentResource]] = [ChainerJob, TFJob, PyTorchJob]
+class MPIJob(jobs.MPIJob):
+    """An MPIJob (Kubeflow ``v2beta1``, mpi-operator): a launcher Job running mpirun and worker
+    pods it reaches over ssh with the job's own key pair."""
+
+    def __init__(
+        self, name: str, args: MPIJobArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        spec, settings = _job_settings(args, MPIJobArgs)
+        super().__init__(name, spec, **settings, opts=opts)
+
+
+class TrainJob(jobs.TrainJob):
+    """A Kubeflow Trainer v2 TrainJob: the JobSet the Trainer controller would make from its
+    training runtime (Kubeflow's released ones, or those given in ``runtimes``)."""
+
+    def __init__(
+        self, name: str, args: TrainJobArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        spec, settings = _job_settings(args, TrainJobArgs)
+        runtimes = [dict(runtime) for runtime in args.get("runtimes") or []]
+        super().__init__(name, spec, runtimes=runtimes, **settings, opts=opts)
+
+
+COMPONENTS: list[type[pulumi.ComponentResource]] = [ChainerJob, TFJob, PyTorchJob, MPIJob, TrainJob]
 """What the provider hosts."""
 
 

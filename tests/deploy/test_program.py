@@ -527,20 +527,32 @@ def test_a_kueue_queued_job_is_one_jobset_resource_replaced_whole(tmp_path):
 def test_no_workload_of_any_stack_skips_the_await_of_its_deletion(stack):
     """A replaced workload keeps its name: pulumi-kubernetes must wait for the old object to
     be gone before creating the new one, which skipAwait would turn off for Jobs and
-    StatefulSets."""
+    StatefulSets; their create await is replaced by waitFor instead.
+
+    A JobSet (a TrainJob's or a Kueue-queued job's workload) is a custom resource: its
+    deletion is awaited whatever its annotations (pulumi-kubernetes
+    provider/pkg/metadata/overrides.go ``DeletedCondition``: only the built-in kinds of
+    ``allowsSkipAwaitWithDelete`` honour skipAwait on delete), and without waitFor its
+    create is not awaited (``ReadyCondition``: an immediate condition unless
+    PULUMI_K8S_AWAIT_ALL is set). It carries neither annotation."""
     workloads = [
         r
         for r in run_preview(stack, REPO).kubernetes_objects()
-        if r.inputs["kind"] in ("Job", "StatefulSet")
+        if r.inputs["kind"] in ("Job", "StatefulSet", "JobSet")
     ]
     assert workloads
+    expected = {
+        "Job": (None, "jsonpath={.metadata.uid}"),
+        "StatefulSet": (None, "jsonpath={.metadata.uid}"),
+        "JobSet": (None, None),
+    }
     assert {
         r.name: (
-            r.inputs["metadata"]["annotations"].get("pulumi.com/skipAwait"),
-            r.inputs["metadata"]["annotations"]["pulumi.com/waitFor"],
+            (r.inputs["metadata"].get("annotations") or {}).get("pulumi.com/skipAwait"),
+            (r.inputs["metadata"].get("annotations") or {}).get("pulumi.com/waitFor"),
         )
         for r in workloads
-    } == {r.name: (None, "jsonpath={.metadata.uid}") for r in workloads}
+    } == {r.name: expected[r.inputs["kind"]] for r in workloads}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -151,6 +151,9 @@ def as_patches(models: list[Any]) -> list[dict[str, Any]]:
 
 
 class TrainJobSpec(SpecModel):
+    """A TrainJob's ``spec`` (``trainer.kubeflow.org/v1alpha1``): the runtime it names and the
+    trainer's overrides of that runtime."""
+
     runtime_ref: RuntimeRef = Field(default_factory=RuntimeRef)
     initializer: Initializer | None = None
     trainer: Trainer | None = None

@@ -468,3 +468,48 @@ def test_a_runtime_patchs_pod_fields_are_known_and_applied():
 
     assert definition.warnings == ()
     assert (pod["nodeSelector"], pod["tolerations"]) == ({"pool": "a100"}, [{"key": "gpu"}])
+
+
+MPI_EXAMPLE = REPO / "jobs" / "trainjob-mpi-chainermn.yaml"
+
+
+def test_the_mpi_example_is_trainers_jobset_with_its_hostfile_and_key_mounts():
+    """jobs/trainjob-mpi-chainermn.yaml: its own runtime beside it, rendered by the MPI policy."""
+    job = load_job(MPI_EXAMPLE)
+    by_kind = {(m["kind"], m["metadata"]["name"]): m for m in job.graph.manifests()}
+    jobset = by_kind[("JobSet", "trainjob-mpi-chainermn")]
+    launcher = node_container(jobset, "launcher")
+    node = node_container(jobset, "node")
+    counts = {
+        j["name"]: (j["template"]["spec"]["parallelism"], j["template"]["spec"]["completions"])
+        for j in jobset["spec"]["replicatedJobs"]
+    }
+
+    assert sorted(by_kind) == [
+        ("ConfigMap", "trainjob-mpi-chainermn-mpi-hostfile"),
+        ("ConfigMap", "trainjob-mpi-chainermn-trainjob"),
+        ("JobSet", "trainjob-mpi-chainermn"),
+        ("Secret", "trainjob-mpi-chainermn-mpi-ssh-auth"),
+    ]
+    assert by_kind[("ConfigMap", "trainjob-mpi-chainermn-trainjob")]["data"] == {
+        "runtime": f"ClusterTrainingRuntime/mpi-chainermn ({MPI_EXAMPLE})"
+    }
+    assert by_kind[("ConfigMap", "trainjob-mpi-chainermn-mpi-hostfile")]["data"] == {
+        "hostfile": "trainjob-mpi-chainermn-node-0-0.trainjob-mpi-chainermn slots=1\n"
+        "trainjob-mpi-chainermn-node-0-1.trainjob-mpi-chainermn slots=1\n"
+    }
+    assert counts == {"launcher": (1, 1), "node": (2, 2)}
+    # The user's program is the TrainJob's args, after the runtime's mpirun.
+    assert launcher["args"] == ["-n", "2", "python3", "/train_mnist.py", "--communicator", "naive"]
+    assert launcher["env"] == [
+        {"name": "OMPI_MCA_orte_default_hostfile", "value": "/etc/mpi/hostfile"},
+        {"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "true"},
+        {"name": "OMPI_MCA_orte_set_default_slots", "value": "1"},
+        {"name": "OMPI_MCA_plm_rsh_args", "value": "-o ConnectionAttempts=10"},
+    ]
+    assert [m["mountPath"] for m in launcher["volumeMounts"]] == [
+        "/run/ssh-private",
+        "/root/.ssh",
+        "/etc/mpi",
+    ]
+    assert [m["mountPath"] for m in node["volumeMounts"]] == ["/run/ssh-private", "/root/.ssh"]

@@ -153,6 +153,21 @@ def test_the_mpijob_example_trains_in_containers_over_ssh(tmp_path: Path):
     assert left_by(run) == []
 
 
+def test_the_mpi_trainjob_example_trains_in_containers_over_ssh(tmp_path: Path):
+    """Trainer's key files as it mounts them (id_rsa 0640) in real containers: the runtime's
+    sshd and ssh use an owner-only copy, as root, and read no ~/.ssh config."""
+    run = Run(REPO / "jobs" / "trainjob-mpi-chainermn.yaml", tmp_path / "run", *CONTAINER)
+
+    assert run.exit_code == 0, "\n".join([*run.lines[-30:], run.stderr])
+    launcher = "[trainjob-mpi-chainermn-launcher-0-0] final validation accuracy: "
+    accuracy = [
+        float(line.removeprefix(launcher)) for line in run.lines if line.startswith(launcher)
+    ]
+    assert len(accuracy) == 1 and accuracy[0] >= 0.95
+    assert run.summary["apiCalls"] == {}
+    assert left_by(run) == []
+
+
 @pytest.mark.parametrize("example", ["pytorch-mnist", "tf-mnist"])
 def test_pytorch_and_tensorflow_examples_train_in_containers(tmp_path: Path, example: str):
     run = Run(REPO / "jobs" / f"{example}.yaml", tmp_path / "run", *CONTAINER)
