@@ -149,6 +149,24 @@ trainjobs.TrainJob("other", {"apiVersion": "v1", "kind": "List", "items": [*runt
     ]
 
 
+def test_a_trainjob_file_whose_list_holds_a_string_fails_naming_the_item(tmp_path):
+    program = """
+import trainjobs
+
+trainjobs.TrainJob.from_file("jobs/broken.yaml")
+"""
+    project = program_project(tmp_path / "p", program)
+    (project / "jobs" / "broken.yaml").write_text(
+        "apiVersion: v1\nkind: List\nitems:\n- oops\n- {kind: TrainJob}\n"
+    )
+    with pytest.raises(UserError) as error:
+        run_preview("test", project)
+    assert str(error.value).splitlines() == [
+        "jobs/broken.yaml: invalid job spec (1 problem(s))",
+        "  items[0]: must be a mapping (got 'oops')",
+    ]
+
+
 def test_a_trainjob_naming_a_runtime_not_given_fails_listing_the_runtimes_there_are(tmp_path):
     program = """
 import trainjobs

@@ -39,6 +39,7 @@ _PYDANTIC_MESSAGES = {
     "dict_type": "must be a mapping",
     "model_type": "must be a mapping",
     "bool_type": "must be true or false",
+    "list_type": "must be a list",
 }
 
 
@@ -54,6 +55,12 @@ def problem_from_pydantic(error: Any) -> Problem:
         message = f"must be at least {error['ctx']['ge']} (got {got!r})"
     elif kind == "less_than_equal":
         message = f"must be at most {error['ctx']['le']} (got {got!r})"
+    elif kind == "list_type" and isinstance(got, str) and error["loc"][-1] in ("command", "args"):
+        # A command written as one string, as a shell would take it: YAML's list is the fix.
+        message = (
+            f"must be a list of strings (got {got!r}): write it as a YAML list, "
+            f"e.g. {got.split()!r}"
+        )
     elif kind == "extra_forbidden":
         message = f"unknown field {str(error['loc'][-1])!r}; check the spelling (see crds/)"
     elif kind in _PYDANTIC_MESSAGES:

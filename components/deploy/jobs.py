@@ -119,7 +119,7 @@ class KubeflowJob(TrainingJob, Generic[SpecT]):
                 cls.document(name, item, labels, source)
                 if isinstance(item, Mapping) and item.get("kind") == cls.KIND
                 else item
-                for item in spec.get("items") or []
+                for item in _list(spec.get("items"))
             ]
             return {**spec, "items": items}
         if isinstance(spec, BaseModel):
@@ -174,8 +174,11 @@ class KubeflowJob(TrainingJob, Generic[SpecT]):
             raise pulumi.RunError(str(error)) from None
         named = document
         if document.get("kind") == "List":  # a TrainJob with its runtimes: the job's name
-            items = document.get("items") or []
-            named = next((i for i in items if i.get("kind") == cls.KIND), named)
+            items = document.get("items")
+            named = next(
+                (i for i in _list(items) if isinstance(i, dict) and i.get("kind") == cls.KIND),
+                named,
+            )
         metadata = named.get("metadata")
         name = metadata.get("name") if isinstance(metadata, dict) else None
         return cls(
@@ -309,3 +312,8 @@ class JobCompletion(completion.JobCompletion, module="trainjobs", name="JobCompl
         """One job's outcome (unknown until it ends)."""
         key = job.target.key
         return self.outcomes.apply(lambda outcomes: (outcomes or {}).get(key))
+
+
+def _list(value: Any) -> list[Any]:
+    """A List's ``items`` as written when it is a list; anything else is the parser's to refuse."""
+    return value if isinstance(value, list) else []

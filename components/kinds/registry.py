@@ -268,16 +268,31 @@ def _single_item(document: dict[str, Any], source: str) -> dict[str, Any]:
     if document.get("kind") != "List":
         return document
     items = document.get("items")
-    if isinstance(items, list) and any(
-        isinstance(item, dict) and item.get("kind") in RUNTIME_KINDS for item in items
-    ):
+    if not isinstance(items, list):
+        raise SpecError(
+            source,
+            [
+                Problem(
+                    "items", f"must be a list of job documents (got {items!r}): one job per file"
+                )
+            ],
+        )
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise SpecError(
+                source, [Problem(f"items[{index}]", f"must be a mapping (got {item!r})")]
+            )
+    if any(isinstance(item, dict) and item.get("kind") in RUNTIME_KINDS for item in items):
         return _with_runtimes(items, source, document)
-    if isinstance(items, list) and len(items) == 1 and isinstance(items[0], dict):
+    if len(items) == 1:
         return items[0]
-    count = len(items) if isinstance(items, list) else 0
     raise SpecError(
         source,
-        [Problem("items", f"a List must hold exactly one job (got {count}): one job per file")],
+        [
+            Problem(
+                "items", f"a List must hold exactly one job (got {len(items)}): one job per file"
+            )
+        ],
     )
 
 

@@ -261,3 +261,22 @@ def test_render_refuses_to_overwrite_a_directory_it_did_not_write(tmp_path, caps
     assert main(["render", str(spec), "--out", str(precious)]) == 2
     assert "directory is not empty and was not written by trainjobs" in capsys.readouterr().err
     assert [p.name for p in precious.iterdir()] == ["notes.txt"]
+
+
+@pytest.mark.parametrize(
+    ("items", "problem"),
+    [
+        ("abc", "items: must be a list of job documents (got 'abc'): one job per file"),
+        (["oops", MINIMAL_JOB], "items[0]: must be a mapping (got 'oops')"),
+        (
+            [MINIMAL_JOB, MINIMAL_JOB],
+            "items: a List must hold exactly one job (got 2): one job per file",
+        ),
+    ],
+    ids=["items-not-a-list", "item-not-a-mapping", "two-jobs"],
+)
+def test_a_list_that_is_not_one_job_names_what_is_wrong(tmp_path, capsys, items, problem):
+    spec = tmp_path / "job.yaml"
+    spec.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    assert main(["validate", str(spec)]) == 2
+    assert capsys.readouterr().err == (f"{spec}: invalid job spec (1 problem(s))\n  {problem}\n")

@@ -417,7 +417,13 @@ def test_a_trainjob_managed_by_multikueue_warns_where_its_jobset_runs():
         (
             "podSpecOverrides",
             [{"targetJobs": [{"name": "node"}], "containers": "node"}],
-            "spec.podSpecOverrides[0].containers: Input should be a valid list",
+            "spec.podSpecOverrides[0].containers: must be a list (got 'node')",
+        ),
+        (
+            "trainer",
+            {"command": "python train.py"},
+            "spec.trainer.command: must be a list of strings (got 'python train.py'): write it "
+            "as a YAML list, e.g. ['python', 'train.py']",
         ),
     ],
 )
