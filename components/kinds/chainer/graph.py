@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import copy
 
+from trainjobs.core import jobset
 from trainjobs.core.gang import join, pod_group
 from trainjobs.core.graph import Graph, GraphOptions, Manifest, Node
 from trainjobs.core.labels import JOB_ROLE, REPLICA_TYPE, WORKER_SET, common_labels, metadata
 from trainjobs.core.pod_template import default_field, main_container, replace_env, with_env
-from trainjobs.kinds.chainer import assets, ssh_assets
+from trainjobs.kinds.chainer import assets, queued, ssh_assets
 from trainjobs.kinds.chainer.spec import ChainerJobPlan, WorkerGroup
 
 ASSETS_VOLUME = "trainjobs-assets"
@@ -73,7 +74,9 @@ def build_graph(plan: ChainerJobPlan, options: GraphOptions | None = None) -> Gr
     ssh = uses_ssh(plan, options) and bool(plan.workers)
 
     def labels(component: str) -> dict[str, str]:
-        return common_labels(names.job, kind, component, plan.labels)
+        # Kueue's labels go on a queued job's JobSet alone: a Job or Pod carrying a queue
+        # name would be admitted on its own.
+        return common_labels(names.job, kind, component, jobset.without_kueue_labels(plan.labels))
 
     config_map = graph.add(
         {
@@ -113,6 +116,20 @@ def build_graph(plan: ChainerJobPlan, options: GraphOptions | None = None) -> Gr
         },
         access,
     )
+    if plan.flavour.queued:
+        statefulsets = [
+            (_worker_statefulset(plan, group, labels("worker"), ssh), group.replicas)
+            for group in plan.workers
+        ]
+        launcher = _master_job(plan, options, labels("master"))
+        jobset_labels = {**labels("jobset"), **jobset.kueue_labels(plan.labels)}
+        graph.add(
+            queued.as_jobset(
+                names.job, namespace, jobset_labels, launcher, statefulsets, names.service
+            ),
+            service,
+        )
+        return graph
     workers = [
         graph.add(_worker_statefulset(plan, group, labels("worker"), ssh), service)
         for group in plan.workers

@@ -51,7 +51,7 @@ def test_a_queued_v2beta1_mpijob_is_one_jobset_with_a_launcher_and_its_workers()
     }
     # The Indexed Job names the launcher's pod; workers restart their sshd when it fails.
     assert "hostname" not in launcher["template"]["spec"]
-    assert launcher["template"]["spec"]["restartPolicy"] == "Never"
+    assert launcher["template"]["spec"]["restartPolicy"] == "OnFailure"  # v2beta1 default
     assert worker["template"]["spec"]["restartPolicy"] == "OnFailure"
     # Kueue's labels on the JobSet alone.
     assert jobset["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "user-queue"
