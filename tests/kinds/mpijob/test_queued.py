@@ -96,9 +96,9 @@ def test_a_queued_launcher_as_worker_is_the_hostfiles_first_host_by_its_jobset_n
 
 
 def test_a_queued_suspended_mpijob_suspends_its_jobset_not_its_jobs():
-    spec = objects(queued(runPolicy={"suspend": True, "ttlSecondsAfterFinished": 60}))[
-        "JobSet/pi"
-    ]["spec"]
+    spec = objects(queued(runPolicy={"suspend": True, "ttlSecondsAfterFinished": 60}))["JobSet/pi"][
+        "spec"
+    ]
 
     assert (spec["suspend"], spec["ttlSecondsAfterFinished"]) == (True, 60)
     assert [
