@@ -26,7 +26,7 @@ from trainjobs.core.errors import Problem, SpecError
 from trainjobs.core.gang import DEFAULT_SCHEDULER_PLUGINS_NAME, VOLCANO, Gang, sum_requests
 from trainjobs.core.graph import GraphOptions
 from trainjobs.core.job_document import read_envelope, validate_section
-from trainjobs.core.jobset import QUEUE_LABEL, is_queued
+from trainjobs.core.jobset import QUEUE_LABEL, is_queued, pod_name_problem
 from trainjobs.core.names import JobNames, check_name_limits
 from trainjobs.core.pod_template import check_pod_template
 from trainjobs.core.replica_spec import (
@@ -256,10 +256,15 @@ def _plan(
             )
         worker_container = main
     statefulset = names.worker_statefulset(None)
-    problems += check_name_limits(names, [(statefulset, f"{path}.{WORKER}")] if workers else [])
     queued = is_queued(envelope.labels)
+    # Queued, there is no StatefulSet: the JobSet's pod names are checked below.
+    checked = [(statefulset, f"{path}.{WORKER}")] if workers and not queued else []
+    problems += check_name_limits(names, checked)
     if queued and version != "v2beta1":
         problems.append(_exec_not_queued(version))
+    elif queued:
+        too_long = pod_name_problem(names.job, [("launcher", 1), ("worker", max(workers, 1))])
+        problems += [too_long] if too_long is not None else []
     if problems:
         return None
 

@@ -118,3 +118,17 @@ def test_a_queued_kubectl_exec_mpijob_is_refused_naming_the_version(version):
         "JobSet does not keep stable; use apiVersion kubeflow.org/v2beta1 (ssh) or remove "
         "the label"
     ]
+
+
+def test_a_queued_mpijob_name_the_jobset_webhook_would_refuse_is_refused():
+    document = queued()
+    document["metadata"]["name"] = "p" * 47
+
+    with pytest.raises(SpecError) as raised:
+        parse_job(document, "test")
+
+    assert [str(p) for p in raised.value.problems] == [
+        f"metadata.name: '{'p' * 47}' is 47 characters; queued, its JobSet's pods would be "
+        f"named like '{'p' * 47}-launcher-0-0-xxxxx' (66 characters), which the JobSet "
+        "webhook refuses beyond 63; shorten it to at most 44 characters"
+    ]
