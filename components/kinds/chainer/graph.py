@@ -13,6 +13,7 @@ trip goes over ssh, from the master's own image (which carries the ssh client mp
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 
 from trainjobs.core import jobset
 from trainjobs.core.gang import join, pod_group
@@ -93,7 +94,10 @@ def build_graph(plan: ChainerJobPlan, options: GraphOptions | None = None) -> Gr
         config_map = graph.add(pod_group(gang, names.job, namespace, labels("gang")), config_map)
     if not plan.workers:
         # A single-pod job execs nowhere: no RBAC, no Service, no workers.
-        graph.add(_master_job(plan, options, labels("master")), config_map)
+        launcher = _master_job(plan, options, labels("master"))
+        if plan.flavour.queued:
+            launcher = _queued(plan, labels, launcher, [])
+        graph.add(launcher, config_map)
         return graph
 
     if ssh:
@@ -122,13 +126,7 @@ def build_graph(plan: ChainerJobPlan, options: GraphOptions | None = None) -> Gr
             for group in plan.workers
         ]
         launcher = _master_job(plan, options, labels("master"))
-        jobset_labels = {**labels("jobset"), **jobset.kueue_labels(plan.labels)}
-        graph.add(
-            queued.as_jobset(
-                names.job, namespace, jobset_labels, launcher, statefulsets, names.service
-            ),
-            service,
-        )
+        graph.add(_queued(plan, labels, launcher, statefulsets), service)
         return graph
     workers = [
         graph.add(_worker_statefulset(plan, group, labels("worker"), ssh), service)
@@ -136,6 +134,20 @@ def build_graph(plan: ChainerJobPlan, options: GraphOptions | None = None) -> Gr
     ]
     graph.add(_master_job(plan, options, labels("master")), *workers)
     return graph
+
+
+def _queued(
+    plan: ChainerJobPlan,
+    labels: Callable[[str], dict[str, str]],
+    launcher: Manifest,
+    workers: list[tuple[Manifest, int]],
+) -> Manifest:
+    """The JobSet of a Kueue-queued job: the only object carrying Kueue's labels."""
+    jobset_labels = {**labels("jobset"), **jobset.kueue_labels(plan.labels)}
+    names = plan.names
+    return queued.as_jobset(
+        names.job, plan.namespace, jobset_labels, launcher, workers, names.service
+    )
 
 
 def uses_ssh(plan: ChainerJobPlan, options: GraphOptions) -> bool:

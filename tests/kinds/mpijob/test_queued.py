@@ -132,3 +132,15 @@ def test_a_queued_mpijob_name_the_jobset_webhook_would_refuse_is_refused():
         f"named like '{'p' * 47}-launcher-0-0-xxxxx' (66 characters), which the JobSet "
         "webhook refuses beyond 63; shorten it to at most 44 characters"
     ]
+
+
+def test_a_queued_mpijob_without_workers_is_a_jobset_of_its_launcher_alone():
+    document = queued()
+    del document["spec"]["mpiReplicaSpecs"]["Worker"]
+
+    found = objects(document)
+
+    assert list(found) == ["ConfigMap/pi-config", "JobSet/pi"]
+    spec = found["JobSet/pi"]["spec"]
+    assert [(r["name"], r["replicas"]) for r in spec["replicatedJobs"]] == [("launcher", 1)]
+    assert found["JobSet/pi"]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "user-queue"
