@@ -70,6 +70,7 @@ RESOURCES: dict[str, tuple[str, str]] = {
     "statefulsets": ("apps/v1", "StatefulSet"),
     "services": ("v1", "Service"),
     "configmaps": ("v1", "ConfigMap"),
+    "secrets": ("v1", "Secret"),
     "serviceaccounts": ("v1", "ServiceAccount"),
     "roles": ("rbac.authorization.k8s.io/v1", "Role"),
     "rolebindings": ("rbac.authorization.k8s.io/v1", "RoleBinding"),

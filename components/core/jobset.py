@@ -152,16 +152,23 @@ def jobset(
     *,
     suspend: bool = False,
     ttl_seconds_after_finished: int | None = None,
+    subdomain: str | None = None,
 ) -> Manifest:
     """The JobSet: ``success`` is (operator All or Any, the replicated Job that decides).
 
     No failure policy: the JobSet fails as soon as one child Job fails, which is when
     Kubeflow fails the job (each child Job retries within its own backoffLimit first).
-    No DNS hostnames either: the job's own headless Services name every pod, as Kubeflow's do.
+    No DNS hostnames either, unless ``subdomain`` names the job's headless Service: the job's
+    own Services name every pod, as Kubeflow's do. With it (an MPIJob), every pod is
+    ``<jobset>-<replicatedJob>-<i>-0.<subdomain>``; the JobSet controller creates no Service
+    of that name when one exists (``createHeadlessSvcIfNecessary``).
     """
     operator, target = success
+    network: Manifest = {"enableDNSHostnames": False}
+    if subdomain is not None:
+        network = {"enableDNSHostnames": True, "subdomain": subdomain}
     spec: Manifest = {
-        "network": {"enableDNSHostnames": False},
+        "network": network,
         "successPolicy": {"operator": operator, "targetReplicatedJobs": [target]},
         "replicatedJobs": replicated_jobs,
     }

@@ -18,6 +18,7 @@ from trainjobs.core.jobset import QUEUE_LABEL, is_queued
 
 if TYPE_CHECKING:
     from trainjobs.core.replica_spec import ReplicaJobPlan
+    from trainjobs.kinds.mpijob.spec import MpiJobPlan
 
 
 @dataclass(frozen=True)
@@ -116,18 +117,8 @@ def _mpijob(
 
     parsed = mpijob_spec.parse(document, source, namespace, options)
     plan = parsed.graph
-    if is_queued(plan.labels):
-        raise SpecError(
-            source,
-            [
-                Problem(
-                    f"metadata.labels.{QUEUE_LABEL}",
-                    "an MPIJob cannot be queued by Kueue as one unit here (its workers are a "
-                    "StatefulSet, which Kueue would admit apart from the launcher's Job); remove "
-                    "the label (TFJobs and PyTorchJobs can be queued)",
-                )
-            ],
-        )
+    if plan.flavour.queued:
+        return _queued_mpijob(parsed, options)
     gang = plan.flavour.gang
     return JobDefinition(
         kind=mpijob_spec.KIND,
@@ -146,6 +137,32 @@ def _mpijob(
         anchor=("ConfigMap", plan.names.assets),
         suspend=parsed.run.suspend,
         ttl_seconds_after_finished=parsed.run.ttl_seconds_after_finished,
+    )
+
+
+def _queued_mpijob(parsed: MpiJobPlan, options: GraphOptions) -> JobDefinition:
+    """A Kueue-queued MPIJob: one JobSet (:mod:`trainjobs.kinds.chainer.queued`), whose
+    controller makes the Jobs ``<job>-launcher-0`` and ``<job>-worker-<i>`` and ends them."""
+    from trainjobs.core.jobset import child_job_name
+    from trainjobs.kinds.chainer import graph as chainer_graph
+    from trainjobs.kinds.chainer.queued import LAUNCHER, WORKER
+
+    plan = parsed.graph
+    workers = sum(group.replicas for group in plan.workers)
+    return JobDefinition(
+        kind=plan.flavour.kind,
+        name=plan.names.job,
+        namespace=plan.namespace,
+        graph=chainer_graph.build_graph(plan, options),
+        success_jobs=(child_job_name(plan.names.job, LAUNCHER, 0),),
+        workers=[],
+        worker_pods=[child_job_name(plan.names.job, WORKER, i) for i in range(workers)],
+        clean_pod_policy=parsed.run.clean_pod_policy,
+        warnings=tuple(plan.warnings),
+        anchor=("ConfigMap", plan.names.assets),
+        suspend=parsed.run.suspend,
+        ttl_seconds_after_finished=parsed.run.ttl_seconds_after_finished,
+        queued=True,
     )
 
 

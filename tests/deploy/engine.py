@@ -47,6 +47,7 @@ from trainjobs.review.snapshot import Resource
 COMPLETION = "pulumi-python:dynamic/trainjobs:JobCompletion"
 PLURALS = {
     "ConfigMap": "configmaps",
+    "Secret": "secrets",
     "ServiceAccount": "serviceaccounts",
     "Role": "roles",
     "RoleBinding": "rolebindings",

@@ -105,8 +105,10 @@ def leaks_of(run_dir: Path, run_id: str) -> list[str]:
 
 def final_accuracy(run: Run) -> float:
     """The accuracy rank 0 prints last, read from the master's (or an MPIJob launcher's)
-    prefixed output."""
-    pattern = re.compile(r"\[[a-z0-9-]+-(?:master|launcher)\] final validation accuracy: ([0-9.]+)")
+    prefixed output; a queued MPIJob's launcher is its JobSet's pod ``<job>-launcher-0-0``."""
+    pattern = re.compile(
+        r"\[[a-z0-9-]+-(?:master|launcher)(?:-0-0)?\] final validation accuracy: ([0-9.]+)"
+    )
     values = [float(m.group(1)) for line in run.lines if (m := pattern.fullmatch(line))]
     assert len(values) == 1
     return values[0]

@@ -58,3 +58,30 @@ def test_v1_and_v1alpha2_mpijobs_train_over_kubectl_exec(tmp_path: Path, version
     assert set(calls) == {"get pods", "create pods/exec"}
     assert calls["create pods/exec"] >= 4
     assert leaks(run) == []
+
+
+@needs_sshd
+@needs_pod_network
+def test_a_kueue_queued_v2beta1_mpijob_trains_as_its_jobset_runs_it(tmp_path: Path) -> None:
+    document = yaml.safe_load(EXAMPLE.read_text())
+    document["metadata"]["name"] = "mpijob-queued"
+    document["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "user-queue"}
+    job = tmp_path / "job.yaml"
+    job.write_text(yaml.safe_dump(document))
+
+    run = Run(job, tmp_path / "run")
+
+    assert run.exit_code == 0, "\n".join([*run.lines[-30:], run.stderr])
+    assert final_accuracy(run) >= 0.95
+    assert (
+        "[mpijob-queued-launcher-0-0] training on 2 rank(s) (naive communicator): digits, "
+        "1437 training and 360 validation samples"
+    ) in run.lines
+    # The JobSet's child Jobs name the pods: <jobset>-<replicatedJob>-<i>-0.
+    log = run.pod_log("mpijob-queued-launcher-0-0")
+    assert sorted(log[:2]) == [
+        "cluster_waiter: mpijob-queued-worker-0-0 is ready",
+        "cluster_waiter: mpijob-queued-worker-1-0 is ready",
+    ]
+    assert run.summary["apiCalls"] == {}
+    assert leaks(run) == []

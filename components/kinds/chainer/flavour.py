@@ -50,3 +50,6 @@ class MpiFlavour:
     ttl_seconds_after_finished: int | None = None
     gang: Gang | None = None
     """The PodGroup every pod joins, when a gang scheduler places the job."""
+    queued: bool = False
+    """Kueue queues the job (an MPIJob v2beta1): it is one JobSet whose replicated Jobs
+    ``launcher`` and ``worker`` make the pods (:mod:`trainjobs.kinds.chainer.queued`)."""

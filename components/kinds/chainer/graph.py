@@ -13,12 +13,14 @@ trip goes over ssh, from the master's own image (which carries the ssh client mp
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 
+from trainjobs.core import jobset
 from trainjobs.core.gang import join, pod_group
 from trainjobs.core.graph import Graph, GraphOptions, Manifest, Node
 from trainjobs.core.labels import JOB_ROLE, REPLICA_TYPE, WORKER_SET, common_labels, metadata
 from trainjobs.core.pod_template import default_field, main_container, replace_env, with_env
-from trainjobs.kinds.chainer import assets, ssh_assets
+from trainjobs.kinds.chainer import assets, queued, ssh_assets
 from trainjobs.kinds.chainer.spec import ChainerJobPlan, WorkerGroup
 
 ASSETS_VOLUME = "trainjobs-assets"
@@ -73,7 +75,9 @@ def build_graph(plan: ChainerJobPlan, options: GraphOptions | None = None) -> Gr
     ssh = uses_ssh(plan, options) and bool(plan.workers)
 
     def labels(component: str) -> dict[str, str]:
-        return common_labels(names.job, kind, component, plan.labels)
+        # Kueue's labels go on a queued job's JobSet alone: a Job or Pod carrying a queue
+        # name would be admitted on its own.
+        return common_labels(names.job, kind, component, jobset.without_kueue_labels(plan.labels))
 
     config_map = graph.add(
         {
@@ -90,7 +94,10 @@ def build_graph(plan: ChainerJobPlan, options: GraphOptions | None = None) -> Gr
         config_map = graph.add(pod_group(gang, names.job, namespace, labels("gang")), config_map)
     if not plan.workers:
         # A single-pod job execs nowhere: no RBAC, no Service, no workers.
-        graph.add(_master_job(plan, options, labels("master")), config_map)
+        launcher = _master_job(plan, options, labels("master"))
+        if plan.flavour.queued:
+            launcher = _queued(plan, labels, launcher, [])
+        graph.add(launcher, config_map)
         return graph
 
     if ssh:
@@ -113,12 +120,34 @@ def build_graph(plan: ChainerJobPlan, options: GraphOptions | None = None) -> Gr
         },
         access,
     )
+    if plan.flavour.queued:
+        statefulsets = [
+            (_worker_statefulset(plan, group, labels("worker"), ssh), group.replicas)
+            for group in plan.workers
+        ]
+        launcher = _master_job(plan, options, labels("master"))
+        graph.add(_queued(plan, labels, launcher, statefulsets), service)
+        return graph
     workers = [
         graph.add(_worker_statefulset(plan, group, labels("worker"), ssh), service)
         for group in plan.workers
     ]
     graph.add(_master_job(plan, options, labels("master")), *workers)
     return graph
+
+
+def _queued(
+    plan: ChainerJobPlan,
+    labels: Callable[[str], dict[str, str]],
+    launcher: Manifest,
+    workers: list[tuple[Manifest, int]],
+) -> Manifest:
+    """The JobSet of a Kueue-queued job: the only object carrying Kueue's labels."""
+    jobset_labels = {**labels("jobset"), **jobset.kueue_labels(plan.labels)}
+    names = plan.names
+    return queued.as_jobset(
+        names.job, plan.namespace, jobset_labels, launcher, workers, names.service
+    )
 
 
 def uses_ssh(plan: ChainerJobPlan, options: GraphOptions) -> bool:

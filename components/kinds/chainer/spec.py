@@ -157,10 +157,15 @@ class WorkerGroup:
     slots: int
     template: PodTemplate
     container: str
+    in_jobset: bool = False
+    """The pods are a JobSet's (Kueue): replicated Job ``worker``'s child Jobs
+    ``<statefulset>-<i>``, Indexed, whose one pod's hostname is ``<job>-0``."""
 
     @property
     def pods(self) -> list[str]:
-        return [f"{self.statefulset}-{index}" for index in range(self.replicas)]
+        """The pods' hostnames."""
+        suffix = "-0" if self.in_jobset else ""
+        return [f"{self.statefulset}-{index}{suffix}" for index in range(self.replicas)]
 
 
 @dataclass(frozen=True)
@@ -190,6 +195,13 @@ class ChainerJobPlan:
     @property
     def worker_pods(self) -> list[str]:
         return [pod for group in self.workers for pod in group.pods]
+
+    @property
+    def launcher_hostname(self) -> str:
+        """The launcher pod's hostname: the master Job's name, which the graph sets as its
+        hostname, or, queued in a JobSet, what the Indexed child Job ``<master>-0`` gives
+        its one pod (``<master>-0-0``)."""
+        return f"{self.names.master}-0-0" if self.flavour.queued else self.names.master
 
 
 def parse(document: dict[str, Any], source: str, namespace: str = "default") -> ChainerJobPlan:

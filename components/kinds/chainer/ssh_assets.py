@@ -112,7 +112,7 @@ def launcher_host(plan: ChainerJobPlan) -> str:
     sees it is local), an MPIJob's launcher by its DNS name, as mpi-operator writes it."""
     if plan.flavour.kind == "ChainerJob":
         return plan.names.master
-    return f"{plan.names.master}.{plan.names.service}.{plan.namespace}.svc"
+    return f"{plan.launcher_hostname}.{plan.names.service}.{plan.namespace}.svc"
 
 
 def sshd_config(plan: ChainerJobPlan) -> str:
@@ -183,7 +183,7 @@ def sshexec(plan: ChainerJobPlan) -> str:
     daemons beyond the first 64 from other daemons (tree spawn), with the same agent.
     """
     pods = [shlex.quote(pod) for pod in plan.worker_pods]
-    cases = [f'    {shlex.quote(plan.names.master)}) exec sh -c "$*" ;;']
+    cases = [f'    {shlex.quote(plan.launcher_hostname)}) exec sh -c "$*" ;;']
     cases += [f"    {pod}) ;;" for pod in pods]
     return f"""#!/bin/sh
 # Open MPI rsh agent for {job_title(plan)} (ssh transport): runs COMMAND in pod HOST.

@@ -26,6 +26,7 @@ from trainjobs.core.errors import Problem, SpecError
 from trainjobs.core.gang import DEFAULT_SCHEDULER_PLUGINS_NAME, VOLCANO, Gang, sum_requests
 from trainjobs.core.graph import GraphOptions
 from trainjobs.core.job_document import read_envelope, validate_section
+from trainjobs.core.jobset import QUEUE_LABEL, is_queued, pod_name_problem
 from trainjobs.core.names import JobNames, check_name_limits
 from trainjobs.core.pod_template import check_pod_template
 from trainjobs.core.replica_spec import (
@@ -255,21 +256,33 @@ def _plan(
             )
         worker_container = main
     statefulset = names.worker_statefulset(None)
-    problems += check_name_limits(names, [(statefulset, f"{path}.{WORKER}")] if workers else [])
+    queued = is_queued(envelope.labels)
+    # Queued, there is no StatefulSet: the JobSet's pod names are checked below.
+    checked = [(statefulset, f"{path}.{WORKER}")] if workers and not queued else []
+    problems += check_name_limits(names, checked)
+    if queued and version != "v2beta1":
+        problems.append(_exec_not_queued(version))
+    elif queued:
+        too_long = pod_name_problem(names.job, [("launcher", 1), ("worker", max(workers, 1))])
+        problems += [too_long] if too_long is not None else []
     if problems:
         return None
 
     gpu_launcher = version == "v1" and _asks_for_gpu(launcher_template)
     in_hostfile = as_worker or gpu_launcher
     launcher_template.setdefault("spec", {})["restartPolicy"] = launcher_restart
-    pods = [f"{statefulset}-{index}" for index in range(workers)]
+    # Queued, the pods are a JobSet's: <job>-worker-<i>-0 (see WorkerGroup.in_jobset).
+    group = WorkerGroup(statefulset, workers, slots, worker_template, worker_container, queued)
+    launcher_host = f"{names.master}-0-0" if queued else names.master
     flavour = MpiFlavour(
         kind=KIND,
         transport="ssh" if version == "v2beta1" else "kubectl",
         hydra_hostfile=implementation != operator.OPEN_MPI and version != "v1",
         launcher_in_hostfile=in_hostfile,
         config_mount=operator.CONFIG_MOUNT,
-        discover_hosts=_discover_hosts(version, names, namespace, pods, slots, in_hostfile),
+        discover_hosts=_discover_hosts(
+            version, names, namespace, launcher_host, group.pods, slots, in_hostfile
+        ),
         launcher_env=tuple(
             _launcher_env(version, implementation, slots, in_hostfile, launcher_template)
         ),
@@ -281,6 +294,7 @@ def _plan(
         suspend=run.suspend,
         ttl_seconds_after_finished=run.ttl_seconds_after_finished,
         gang=_gang(run, [launcher_template] + [worker_template] * workers, options, warnings),
+        queued=queued,
     )
     backoff = run.backoff_limit
     if version == "v1alpha2" and backoff is None:
@@ -296,13 +310,23 @@ def _plan(
             backoff_limit=backoff,
             active_deadline_seconds=run.active_deadline_seconds,
         ),
-        workers=[WorkerGroup(statefulset, workers, slots, worker_template, worker_container)]
-        if workers
-        else [],
+        workers=[group] if workers else [],
         warnings=warnings,
         flavour=flavour,
     )
     return MpiJobPlan(version, graph, run)
+
+
+def _exec_not_queued(version: str) -> Problem:
+    """Kueue admits a queued job as one JobSet, whose pods' names carry the controller's
+    random suffix: kubectl exec (v1, v1alpha2), which needs every worker pod's name in
+    advance, cannot reach them; ssh goes by their stable hostnames."""
+    return Problem(
+        f"metadata.labels.{QUEUE_LABEL}",
+        f"an MPIJob of kubeflow.org/{version} reaches its workers by kubectl exec, whose pod "
+        "names a Kueue-queued JobSet does not keep stable; use apiVersion kubeflow.org/v2beta1 "
+        "(ssh) or remove the label",
+    )
 
 
 def _worker_count(worker: ReplicaSpec | None, path: str, problems: list[Problem]) -> int:
@@ -452,12 +476,14 @@ def _discover_hosts(
     version: str,
     names: MpiJobNames,
     namespace: str,
+    launcher: str,
     pods: list[str],
     slots: int,
     launcher_in_hostfile: bool,
 ) -> str | None:
+    """``launcher``, ``pods``: the launcher's and the workers' hostnames."""
     if version == "v2beta1":
-        hosts = [names.master, *pods] if launcher_in_hostfile else pods
+        hosts = [launcher, *pods] if launcher_in_hostfile else pods
         return operator.v2beta1_discover_hosts(
             [f"{host}.{names.service}.{namespace}.svc" for host in hosts]
         )

@@ -43,15 +43,6 @@ REFUSED = {
     "mpijob-v2beta1-nvidia-k8s-dra-driver-gpu-bats-envsubst-template.yaml": (
         "spec.slotsPerWorker: must be a whole number (got '${NVB_GPUS_PER_NODE}')"
     ),
-    # Kueue would queue these; trainjobs cannot queue an MPIJob as one unit and says so.
-    "mpijob-v2beta1-kueue-kep2724-run-launcher-as-worker.yaml": (
-        "metadata.labels.kueue.x-k8s.io/queue-name: an MPIJob cannot be queued by Kueue as one "
-        "unit here"
-    ),
-    "mpijob-v2beta1-kueue-sample-mpijob.yaml": (
-        "metadata.labels.kueue.x-k8s.io/queue-name: an MPIJob cannot be queued by Kueue as one "
-        "unit here"
-    ),
 }
 RENDERED = [path for path in FILES if path.name not in REFUSED]
 
@@ -117,6 +108,10 @@ def implementation(doc: dict[str, Any]) -> str:
     return "OpenMPI"
 
 
+def queued(doc: dict[str, Any]) -> bool:
+    return "kueue.x-k8s.io/queue-name" in (doc["metadata"].get("labels") or {})
+
+
 def launcher_asks_for_gpus(doc: dict[str, Any]) -> bool:
     launcher = replicas(doc, "Launcher") or {}
     containers = launcher["template"]["spec"]["containers"]
@@ -133,14 +128,16 @@ def expected_hostfile(doc: dict[str, Any]) -> str:
     version = doc["apiVersion"].rsplit("/", 1)[1]
     slots = doc["spec"].get("slotsPerWorker", 1)
     workers = (replicas(doc, "Worker") or {}).get("replicas") or 0
-    hosts = [f"{name}-worker-{i}" for i in range(workers)]
+    # Queued by Kueue, the job is one JobSet: its pods are <jobset>-<replicatedJob>-<i>-0.
+    pod = "-0" if queued(doc) else ""
+    hosts = [f"{name}-worker-{i}{pod}" for i in range(workers)]
     first = (
         doc["spec"].get("runLauncherAsWorker") is True
         if version == "v2beta1"
         else version == "v1" and launcher_asks_for_gpus(doc)
     )
     if first:
-        hosts.insert(0, f"{name}-launcher")
+        hosts.insert(0, f"{name}-launcher{'-0-0' if queued(doc) else ''}")
     if version == "v2beta1":
         hosts = [f"{host}.{name}.{namespace}.svc" for host in hosts]
     hydra = implementation(doc) != "OpenMPI"
@@ -202,6 +199,26 @@ def rendered(path: Path, tmp_path: Path) -> dict[str, dict[str, Any]]:
     return {f"{m['kind']}/{m['metadata']['name']}": m for m in written_manifests(out)}
 
 
+def launcher_and_worker(
+    objects: dict[str, dict[str, Any]], doc: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The launcher's Job (spec and template) and the workers (replicas and pod template):
+    a JobSet's replicated Jobs when Kueue queues the job, else a Job and a StatefulSet."""
+    name = doc["metadata"]["name"]
+    if queued(doc):
+        jobs = {r["name"]: r for r in objects[f"JobSet/{name}"]["spec"]["replicatedJobs"]}
+        worker = jobs.get("worker")
+        return jobs["launcher"]["template"], (
+            {"replicas": worker["replicas"], "template": worker["template"]["spec"]["template"]}
+            if worker is not None
+            else None
+        )
+    statefulset = objects.get(f"StatefulSet/{name}-worker")
+    return objects[f"Job/{name}-launcher"], (
+        statefulset["spec"] if statefulset is not None else None
+    )
+
+
 @pytest.mark.parametrize("path", RENDERED, ids=[p.name for p in RENDERED])
 def test_a_spec_its_operator_runs_renders_as_that_operator_runs_it(path, tmp_path):
     doc = mpijob(path)
@@ -218,7 +235,8 @@ def test_a_spec_its_operator_runs_renders_as_that_operator_runs_it(path, tmp_pat
     )
     # The launcher's command and args, untouched.
     given = replicas(doc, "Launcher")["template"]["spec"]["containers"]  # type: ignore[index]
-    pod = objects[f"Job/{name}-launcher"]["spec"]["template"]["spec"]
+    launcher, worker = launcher_and_worker(objects, doc)
+    pod = launcher["spec"]["template"]["spec"]
     for original, container in zip(given, pod["containers"], strict=True):
         assert (container.get("command"), container.get("args")) == (
             original.get("command"),
@@ -239,10 +257,10 @@ def test_a_spec_its_operator_runs_renders_as_that_operator_runs_it(path, tmp_pat
     # Every worker runs, with its own command when it gives one.
     workers = replicas(doc, "Worker")
     if workers is not None:
-        statefulset = objects[f"StatefulSet/{name}-worker"]
-        assert statefulset["spec"]["replicas"] == workers["replicas"]
+        assert worker is not None
+        assert worker["replicas"] == workers["replicas"]
         original = workers["template"]["spec"]["containers"][0]
-        container = statefulset["spec"]["template"]["spec"]["containers"][0]
+        container = worker["template"]["spec"]["containers"][0]
         if original.get("command") or original.get("args"):
             assert (container.get("command"), container.get("args")) == (
                 original.get("command"),
