@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from trainjobs.core.bounds import INT32_MAX, replicas_problem, total_pods_problem
 from trainjobs.core.errors import Problem, SpecError
 from trainjobs.core.gang import DEFAULT_SCHEDULER_PLUGINS_NAME, VOLCANO, Gang, sum_requests
 from trainjobs.core.graph import GraphOptions
@@ -212,11 +213,21 @@ def _plan(
             )
         )
     worker = replica_specs.get(WORKER)
-    workers = _worker_count(worker, f"{path}.{WORKER}.replicas", problems)
+    workers = _worker_count(version, worker, f"{path}.{WORKER}.replicas", problems, warnings)
+    too_many = total_pods_problem([1, workers], "spec")
+    if too_many is not None:
+        problems.append(too_many)
     implementation = _implementation(version, spec, problems)
     slots = spec.slots_per_worker if spec.slots_per_worker is not None else 1
     if slots < 0:
         problems.append(Problem("spec.slotsPerWorker", f"must be at least 0 (got {slots})"))
+    elif slots > INT32_MAX:
+        problems.append(
+            Problem(
+                "spec.slotsPerWorker",
+                f"must be at most {INT32_MAX} (got {slots}): it is an int32 field",
+            )
+        )
     default_clean = "None"
     run = run_settings(spec, default_clean, problems)
     launcher_restart = _launcher_restart(version, launcher.restart_policy, path, problems, warnings)
@@ -329,10 +340,32 @@ def _exec_not_queued(version: str) -> Problem:
     )
 
 
-def _worker_count(worker: ReplicaSpec | None, path: str, problems: list[Problem]) -> int:
-    """Workers default to 0 (every version); a Worker that asks for fewer than 1 is refused
-    by v2beta1's validation (and would run nothing)."""
-    if worker is None or worker.replicas is None:
+def _worker_count(
+    version: str,
+    worker: ReplicaSpec | None,
+    path: str,
+    problems: list[Problem],
+    warnings: list[Problem],
+) -> int:
+    """Workers default to 0 (every version). v2beta1 defaults before it validates, so a
+    Worker without replicas is refused as one asking for 0 (mpi-operator
+    ``pkg/apis/kubeflow/v2beta1/default.go`` ``setDefaultsTypeWorker``, then
+    ``pkg/apis/kubeflow/validation/validation.go`` ``validateWorkerReplicaSpec``)."""
+    if worker is None:
+        return 0
+    if worker.replicas is None:
+        if version == "v2beta1":
+            problems.append(
+                Problem(
+                    path,
+                    "must be at least 1 (got 0, mpi-operator's default when it is not set); "
+                    "set it, or remove the Worker for a launcher-only job",
+                )
+            )
+        else:
+            warnings.append(
+                Problem(path, "not set: the operator's default is 0, so no Worker runs; set it")
+            )
         return 0
     if worker.replicas < 1:
         problems.append(
@@ -342,6 +375,10 @@ def _worker_count(worker: ReplicaSpec | None, path: str, problems: list[Problem]
                 "launcher-only job",
             )
         )
+        return 0
+    too_many = replicas_problem(worker.replicas, path)
+    if too_many is not None:
+        problems.append(too_many)
         return 0
     return worker.replicas
 
@@ -449,10 +486,11 @@ def _template(
 
 
 def _asks_for_gpu(template: dict[str, Any]) -> bool:
-    """training-operator's isGPULauncher: a launcher container limit on a GPU resource."""
+    """training-operator's isGPULauncher: a launcher container limit on a resource whose name
+    holds "gpu" (its ".com/gpu" suffix test is implied by that)."""
     for container in template.get("spec", {}).get("containers") or []:
         limits = (container.get("resources") or {}).get("limits") or {}
-        if any(key.endswith(".com/gpu") or "gpu" in key for key in limits):
+        if any("gpu" in key for key in limits):
             return True
     return False
 

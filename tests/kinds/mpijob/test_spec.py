@@ -334,6 +334,15 @@ def with_value(document: dict[str, Any], path: list[str], value: Any) -> dict[st
     return changed
 
 
+def without_key(document: dict[str, Any], path: list[str], key: str) -> dict[str, Any]:
+    changed = copy.deepcopy(document)
+    target = changed
+    for part in path:
+        target = target[part]
+    target.pop(key)
+    return changed
+
+
 @pytest.mark.parametrize(
     ("document", "first_line"),
     [
@@ -368,6 +377,27 @@ def with_value(document: dict[str, Any], path: list[str], value: Any) -> dict[st
             mpijob("v2beta1", launcherCreationPolicy="Later"),
             "  spec.launcherCreationPolicy: must be one of AtStartup, WaitForWorkersReady "
             "(got 'Later')",
+        ),
+        (
+            with_value(mpijob("v2beta1"), ["spec", "mpiReplicaSpecs", "Worker", "replicas"], 1001),
+            "  spec.mpiReplicaSpecs.Worker.replicas: must be at most 1000 (got 1001): a job may "
+            "have at most 1000 pods (each pod's objects and environment are written out); split "
+            "it into smaller jobs",
+        ),
+        (
+            with_value(mpijob("v1"), ["spec", "mpiReplicaSpecs", "Worker", "replicas"], 1000),
+            "  spec: 1001 pods in all: a job may have at most 1000 pods (each pod's objects and "
+            "environment are written out); split it into smaller jobs",
+        ),
+        (
+            mpijob("v2beta1", slotsPerWorker=2**31),
+            "  spec.slotsPerWorker: must be at most 2147483647 (got 2147483648): it is an int32 "
+            "field",
+        ),
+        (
+            without_key(mpijob("v2beta1"), ["spec", "mpiReplicaSpecs", "Worker"], "replicas"),
+            "  spec.mpiReplicaSpecs.Worker.replicas: must be at least 1 (got 0, mpi-operator's "
+            "default when it is not set); set it, or remove the Worker for a launcher-only job",
         ),
     ],
 )
