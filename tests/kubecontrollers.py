@@ -109,7 +109,11 @@ class JobSetController:
                 except ApiError as error:
                     if error.code != 409:
                         raise
-                    owners = self.fake.get("jobs", meta["name"], namespace)["metadata"]
+                    try:
+                        owners = self.fake.get("jobs", meta["name"], namespace)["metadata"]
+                    except KeyError:  # deleted since the conflict: create it next round
+                        pending = True
+                        continue
                     if uid not in [o["uid"] for o in owners.get("ownerReferences") or []]:
                         pending = True
             if not pending:
@@ -130,11 +134,13 @@ class JobSetController:
         meta = jobset["metadata"]
         suspend = bool(jobset["spec"].get("suspend"))
         for name in self._children(meta["namespace"], meta["uid"]):
-            job = self.fake.get("jobs", name, meta["namespace"])
-            if bool(job["spec"].get("suspend")) != suspend:
-                self.fake.patch_object(
-                    "jobs", name, meta["namespace"], {"spec": {"suspend": suspend}}
-                )
+            # A child deleted meanwhile (TTL, the JobSet's own cleanup) has nothing to follow.
+            with contextlib.suppress(KeyError, ApiError):
+                job = self.fake.get("jobs", name, meta["namespace"])
+                if bool(job["spec"].get("suspend")) != suspend:
+                    self.fake.patch_object(
+                        "jobs", name, meta["namespace"], {"spec": {"suspend": suspend}}
+                    )
 
     def _delete_jobs(self, namespace: str, uid: str) -> None:
         for name in self._children(namespace, uid):
