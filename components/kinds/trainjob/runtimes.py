@@ -29,6 +29,10 @@ from trainjobs.kinds.trainjob.spec import API_VERSION, RUNTIME_KINDS, RuntimeRef
 RELEASE = "v2.3.0"
 COMMIT = "658725bdae5c7e3a0854d93ac6ff492e109a22ab"
 SHIPPED = Path(__file__).with_name("runtimes.yaml")
+NOT_RENDERED = ("torchtune-llama3.2-1b", "torchtune-llama3.2-3b", "torchtune-qwen2.5-1.5b")
+"""ClusterTrainingRuntimes Trainer v2.3.0 installs that trainjobs does not render: the torchtune
+ones (``manifests/base/runtimes/torchtune``), whose command Trainer's torch plugin rewrites
+(``pkg/runtime/framework/plugins/torch/torch.go``)."""
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,16 @@ def missing(ref: RuntimeRef, given: list[Runtime]) -> Problem:
         return Problem("spec.runtimeRef", f"unsupported runtime: {ref.kind}.{ref.api_group}")
     resource = ref.kind[0].lower() + ref.kind[1:]
     there = sorted({runtime.key for runtime in [*given, *shipped()]})
+    if ref.kind == "ClusterTrainingRuntime" and ref.name in NOT_RENDERED:
+        return Problem(
+            "spec.runtimeRef",
+            f'ClusterTrainingRuntime "{ref.name}" is one of Kubeflow Trainer {RELEASE}\'s '
+            "torchtune fine-tuning runtimes, which trainjobs does not render (Trainer rewrites "
+            "the trainer's command into a `tune run` of its recipe and config, and its "
+            "initializers download the model and dataset from Hugging Face); give the "
+            "ClusterTrainingRuntime document beside the TrainJob in its file, or use one of "
+            f"{', '.join(there)}",
+        )
     return Problem(
         "spec.runtimeRef",
         f'{resource.lower()}s.trainer.kubeflow.org "{ref.name}" not found: specified '

@@ -156,6 +156,29 @@ def test_the_cli_exits_2_on_a_missing_runtime(tmp_path: Path, capsys: pytest.Cap
     )
 
 
+@pytest.mark.parametrize(
+    "name", ["torchtune-llama3.2-1b", "torchtune-llama3.2-3b", "torchtune-qwen2.5-1.5b"]
+)
+def test_a_torchtune_runtime_trainer_ships_is_refused_as_trainers_not_rendered_here(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    path = tmp_path / "tj.yaml"
+    path.write_text(yaml.safe_dump(trainjob(name)))
+
+    assert main(["validate", str(path)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"{path}: invalid job spec (1 problem(s))",
+        f'  spec.runtimeRef: ClusterTrainingRuntime "{name}" is one of Kubeflow Trainer '
+        "v2.3.0's torchtune fine-tuning runtimes, which trainjobs does not render (Trainer "
+        "rewrites the trainer's command into a `tune run` of its recipe and config, and its "
+        "initializers download the model and dataset from Hugging Face); give the "
+        "ClusterTrainingRuntime document beside the TrainJob in its file, or use one of "
+        "ClusterTrainingRuntime/deepspeed-distributed, ClusterTrainingRuntime/jax-distributed, "
+        "ClusterTrainingRuntime/mlx-distributed, ClusterTrainingRuntime/torch-distributed, "
+        "ClusterTrainingRuntime/xgboost-distributed",
+    ]
+
+
 def test_reserved_torch_env_is_refused_with_trainers_reason():
     assert refusal(trainjob(env=[{"name": "PET_NNODES", "value": "4"}])) == [
         "spec.trainer.env: must not have reserved envs, invalid envs configured: [PET_NNODES]"
