@@ -31,8 +31,10 @@ COMMIT = "658725bdae5c7e3a0854d93ac6ff492e109a22ab"
 SHIPPED = Path(__file__).with_name("runtimes.yaml")
 NOT_RENDERED = ("torchtune-llama3.2-1b", "torchtune-llama3.2-3b", "torchtune-qwen2.5-1.5b")
 """ClusterTrainingRuntimes Trainer v2.3.0 installs that trainjobs does not render: the torchtune
-ones (``manifests/base/runtimes/torchtune``), whose command Trainer's torch plugin rewrites
-(``pkg/runtime/framework/plugins/torch/torch.go``)."""
+ones (``manifests/base/runtimes/torchtune``). Their JobSet shares an ``initializer`` claim
+through ``volumeClaimPolicies``, which JobSet v0.12's controller creates and mounts
+(``pkg/controllers/volume_claim_policy.go``), and Trainer's torch plugin rewrites a TrainJob's
+``tune run`` command (``pkg/runtime/framework/plugins/torch/torch.go`` and ``torchtune.go``)."""
 
 
 @dataclass(frozen=True)
@@ -156,10 +158,13 @@ def missing(ref: RuntimeRef, given: list[Runtime]) -> Problem:
         return Problem(
             "spec.runtimeRef",
             f'ClusterTrainingRuntime "{ref.name}" is one of Kubeflow Trainer {RELEASE}\'s '
-            "torchtune fine-tuning runtimes, which trainjobs does not render (Trainer rewrites "
-            "the trainer's command into a `tune run` of its recipe and config, and its "
-            "initializers download the model and dataset from Hugging Face); give the "
-            "ClusterTrainingRuntime document beside the TrainJob in its file, or use one of "
+            "torchtune fine-tuning runtimes, which trainjobs does not render: the "
+            "'initializer' claim its JobSet's volumeClaimPolicies has JobSet's controller "
+            "create, and the `tune run` command Trainer builds from a TrainJob's trainer, are "
+            "not reproduced here; give a ClusterTrainingRuntime of that name beside the "
+            "TrainJob in its file, with an 'initializer' volume in its pods in place of "
+            "volumeClaimPolicies and the full `tune run` command in its node container, or use "
+            "one of "
             f"{', '.join(there)}",
         )
     return Problem(

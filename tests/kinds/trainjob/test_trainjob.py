@@ -169,10 +169,12 @@ def test_a_torchtune_runtime_trainer_ships_is_refused_as_trainers_not_rendered_h
     assert capsys.readouterr().err.splitlines() == [
         f"{path}: invalid job spec (1 problem(s))",
         f'  spec.runtimeRef: ClusterTrainingRuntime "{name}" is one of Kubeflow Trainer '
-        "v2.3.0's torchtune fine-tuning runtimes, which trainjobs does not render (Trainer "
-        "rewrites the trainer's command into a `tune run` of its recipe and config, and its "
-        "initializers download the model and dataset from Hugging Face); give the "
-        "ClusterTrainingRuntime document beside the TrainJob in its file, or use one of "
+        "v2.3.0's torchtune fine-tuning runtimes, which trainjobs does not render: the "
+        "'initializer' claim its JobSet's volumeClaimPolicies has JobSet's controller create, "
+        "and the `tune run` command Trainer builds from a TrainJob's trainer, are not "
+        "reproduced here; give a ClusterTrainingRuntime of that name beside the TrainJob in "
+        "its file, with an 'initializer' volume in its pods in place of volumeClaimPolicies "
+        "and the full `tune run` command in its node container, or use one of "
         "ClusterTrainingRuntime/deepspeed-distributed, ClusterTrainingRuntime/jax-distributed, "
         "ClusterTrainingRuntime/mlx-distributed, ClusterTrainingRuntime/torch-distributed, "
         "ClusterTrainingRuntime/xgboost-distributed",
