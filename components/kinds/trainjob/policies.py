@@ -11,7 +11,8 @@ container then gets, after the template's own env and the TrainJob's ``trainer.e
   ``PET_MASTER_PORT`` (29500), which torchrun reads as its defaults; and port 29500.
   ``numProcPerNode``: the TrainJob's, else ``auto``: with no GPU in the node's resources
   (the TrainJob's ``resourcesPerNode``, else the runtime's), the node's CPU requests (limits
-  when no requests), at least 1; ``cpu`` (before v2.2) counts CPUs whatever the GPUs;
+  when no requests), at least 1; ``cpu`` (before v2.2) counts CPUs whatever the GPUs. A
+  bare ``tune run`` command, which Trainer completes for torchtune, is refused;
 - **jax** (``plugins/jax/jax.go``): ``JAX_NUM_PROCESSES``, ``JAX_PROCESS_ID``,
   ``JAX_COORDINATOR_ADDRESS``;
 - **xgboost** (``plugins/xgboost/xgboost.go``): ``DMLC_TRACKER_URI``, ``DMLC_TRACKER_PORT``,
@@ -126,6 +127,28 @@ def reserved_env_problems(policy: Manifest, trainer: Trainer | None) -> list[Pro
             if n in XGBOOST_ENV
         ]
     return []
+
+
+TUNE_ENTRYPOINT = ["tune", "run"]
+"""``constants.TorchTuneEntrypoint``: a TrainJob command Trainer's torch plugin completes."""
+
+
+def tune_run_problems(policy: Manifest, trainer: Trainer | None) -> list[Problem]:
+    """Under a torch policy Trainer appends the rendezvous endpoint, recipe, config and the
+    runtime's paths to a bare ``tune run`` (``plugins/torch/torch.go`` EnforceMLPolicy,
+    ``torchtune.go`` getRecipeAndConfig); that is not reproduced here, so it is refused."""
+    if "torch" not in policy or trainer is None or trainer.command != TUNE_ENTRYPOINT:
+        return []
+    return [
+        Problem(
+            "spec.trainer.command",
+            f"{TUNE_ENTRYPOINT} is Trainer's torchtune entrypoint, which its torch plugin "
+            "completes (the rendezvous endpoint, the recipe and --config it picks from "
+            "numNodes, numProcPerNode, the GPUs and args, the runtime's output and checkpoint "
+            "paths); trainjobs does not reproduce that: give the whole command, e.g. "
+            "['tune', 'run', 'full_finetune_distributed', '--config', 'llama3_2/1B_full', ...]",
+        )
+    ]
 
 
 def _reserved(trainer: Trainer, taken: list[str]) -> Problem:

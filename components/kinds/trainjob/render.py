@@ -83,6 +83,7 @@ def render(
         patches.apply_overrides(as_patches(overrides), field, template, problems)
     problems += _initializer_problems(spec, js_spec["replicatedJobs"])
     problems += policies.reserved_env_problems(runtime.ml_policy, spec.trainer)
+    problems += policies.tune_run_problems(runtime.ml_policy, spec.trainer)
 
     mpi = runtime.ml_policy.get("mpi")
     as_node = bool((mpi or {}).get("runLauncherAsNode"))

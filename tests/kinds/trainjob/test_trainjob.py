@@ -181,6 +181,28 @@ def test_a_torchtune_runtime_trainer_ships_is_refused_as_trainers_not_rendered_h
     ]
 
 
+def test_a_bare_tune_run_command_trainer_completes_is_refused_under_a_torch_policy():
+    assert refusal(trainjob(command=["tune", "run"], args=["epochs=1"])) == [
+        "spec.trainer.command: ['tune', 'run'] is Trainer's torchtune entrypoint, which its "
+        "torch plugin completes (the rendezvous endpoint, the recipe and --config it picks "
+        "from numNodes, numProcPerNode, the GPUs and args, the runtime's output and checkpoint "
+        "paths); trainjobs does not reproduce that: give the whole command, e.g. ['tune', "
+        "'run', 'full_finetune_distributed', '--config', 'llama3_2/1B_full', ...]"
+    ]
+
+
+def test_a_whole_tune_run_command_is_kept_as_given():
+    command = ["tune", "run", "full_finetune_single_device", "--config", "llama3_2/1B_full"]
+
+    assert node_container(the_jobset(trainjob(command=command)))["command"] == command
+
+
+def test_tune_run_is_only_trainers_to_complete_under_a_torch_policy():
+    container = node_container(the_jobset(trainjob("jax-distributed", command=["tune", "run"])))
+
+    assert container["command"] == ["tune", "run"]
+
+
 def test_reserved_torch_env_is_refused_with_trainers_reason():
     assert refusal(trainjob(env=[{"name": "PET_NNODES", "value": "4"}])) == [
         "spec.trainer.env: must not have reserved envs, invalid envs configured: [PET_NNODES]"
