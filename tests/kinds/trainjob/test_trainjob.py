@@ -15,6 +15,7 @@ from trainjobs.cli import main
 from trainjobs.core.errors import SpecError
 from trainjobs.core.jobset import child_jobs
 from trainjobs.kinds.registry import load_job, parse_job
+from trainjobs.kinds.trainjob.policies import TORCH_ENV
 
 EXAMPLE = REPO / "jobs" / "trainjob-torch.yaml"
 
@@ -179,6 +180,66 @@ def test_a_torchtune_runtime_trainer_ships_is_refused_as_trainers_not_rendered_h
         "ClusterTrainingRuntime/mlx-distributed, ClusterTrainingRuntime/torch-distributed, "
         "ClusterTrainingRuntime/xgboost-distributed",
     ]
+
+
+TUNE = ["tune", "run", "--rdzv_endpoint=localhost:29500", "full_finetune_distributed"]
+
+
+def test_a_torchtune_runtime_given_beside_the_trainjob_with_its_volume_is_rendered(
+    tmp_path: Path,
+):
+    pod = {
+        "containers": [
+            {
+                "name": "node",
+                "image": "ghcr.io/kubeflow/trainer/torchtune-trainer",
+                "command": [*TUNE, "--config", "llama3_2/1B_full"],
+                "resources": {"limits": {"nvidia.com/gpu": 2}},
+                "volumeMounts": [{"mountPath": "/workspace", "name": "initializer"}],
+            }
+        ],
+        "volumes": [{"name": "initializer", "persistentVolumeClaim": {"claimName": "tuned"}}],
+    }
+    runtime = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": "torchtune-llama3.2-1b"},
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {}},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "template": {
+                                "metadata": {
+                                    "labels": {
+                                        "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"
+                                    }
+                                },
+                                "spec": {"template": {"spec": pod}},
+                            },
+                        }
+                    ]
+                }
+            },
+        },
+    }
+    path = tmp_path / "tj.yaml"
+    path.write_text(
+        yaml.safe_dump_all([trainjob("torchtune-llama3.2-1b", args=["epochs=1"]), runtime])
+    )
+
+    anchor, jobset = load_job(path).graph.manifests()
+    container = node_container(jobset)
+
+    assert anchor["data"] == {"runtime": f"ClusterTrainingRuntime/torchtune-llama3.2-1b ({path})"}
+    assert (container["command"], container["args"]) == (
+        [*TUNE, "--config", "llama3_2/1B_full"],
+        ["epochs=1"],
+    )
+    assert [item["name"] for item in container["env"]] == list(TORCH_ENV)
+    assert container["env"][1] == {"name": "PET_NPROC_PER_NODE", "value": "auto"}
 
 
 def test_a_bare_tune_run_command_trainer_completes_is_refused_under_a_torch_policy():
