@@ -81,8 +81,29 @@ def load_file(path: str | Path) -> dict[str, Any]:
     if len(documents) > 1 and mappings and any(d.get("kind") in RUNTIME_KINDS for d in documents):
         # A TrainJob with its runtimes: read as kubectl reads several objects, as a List.
         return {"apiVersion": "v1", "kind": "List", "items": documents}
+    if len(documents) > 1 and mappings:
+        raise SpecError(str(path), [Problem("", _several_objects(documents))])
     if len(documents) != 1 or not isinstance(documents[0], dict):
         raise SpecError(
             str(path), [Problem("", "expected exactly one YAML mapping (one job per file)")]
         )
     return documents[0]
+
+
+def _several_objects(documents: list[dict[str, Any]]) -> str:
+    """Copied examples often carry what the job needs beside it (a DRA ComputeDomain, a
+    PriorityClass): name each, and how to give them."""
+    found = ", ".join(
+        f"{d['kind']} {_name(d)!r}" if d.get("kind") else "a mapping without kind"
+        for d in documents
+    )
+    return (
+        f"expected exactly one YAML mapping (one job per file), got {len(documents)} "
+        f"documents ({found}); put the job in a file of its own, and create the other objects "
+        "apart from it (kubectl apply, or pulumi-kubernetes beside the job's component)"
+    )
+
+
+def _name(document: dict[str, Any]) -> Any:
+    metadata = document.get("metadata")
+    return metadata.get("name") if isinstance(metadata, dict) else None
