@@ -272,6 +272,18 @@ def parse_job(
     kind = document.get("kind")
     if kind == "List":  # a TrainJob and the training runtimes given beside it
         kind = "TrainJob"
+    if kind in RUNTIME_KINDS:
+        raise SpecError(
+            source,
+            [
+                Problem(
+                    "kind",
+                    f"a {kind} is a training runtime, not a job: put it beside the TrainJob "
+                    "whose runtimeRef names it, in that TrainJob's file (YAML documents "
+                    "separated by ---)",
+                )
+            ],
+        )
     parser = KINDS.get(kind) if isinstance(kind, str) else None
     if parser is None:
         raise SpecError(

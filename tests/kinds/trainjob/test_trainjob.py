@@ -627,3 +627,19 @@ def test_the_mpi_example_is_trainers_jobset_with_its_hostfile_and_key_mounts():
         "/etc/mpi",
     ]
     assert [m["mountPath"] for m in node["volumeMounts"]] == ["/run/ssh-private", "/root/.ssh"]
+
+
+@pytest.mark.parametrize("kind", ["ClusterTrainingRuntime", "TrainingRuntime"])
+def test_a_runtime_given_alone_is_refused_saying_where_it_goes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+):
+    path = tmp_path / "runtime.yaml"
+    runtime = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": kind}
+    path.write_text(yaml.safe_dump({**runtime, "metadata": {"name": "mine"}}))
+
+    assert main(["validate", str(path)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"{path}: invalid job spec (1 problem(s))",
+        f"  kind: a {kind} is a training runtime, not a job: put it beside the TrainJob whose "
+        "runtimeRef names it, in that TrainJob's file (YAML documents separated by ---)",
+    ]
