@@ -252,7 +252,7 @@ def _worker_statefulset(
         with_env(container, [*_ssh_env(), state, *MPI_ENV])
         volumes = [
             _assets_volume(plan),
-            _ssh_volume(plan),
+            _ssh_volume(plan, _run_as_user(template, container)),
             # In memory, and private to the pod: the environment ssh sessions start from.
             {"name": SSH_STATE_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
         ]
@@ -340,14 +340,24 @@ def _assets_mount() -> Manifest:
     return {"name": ASSETS_VOLUME, "mountPath": assets.ASSETS_DIR, "readOnly": True}
 
 
-def _ssh_volume(plan: ChainerJobPlan) -> Manifest:
-    """The job's key pair, readable by its owner only: ssh and sshd refuse a private key that
-    others may read. With a non-root user, the pod's ``fsGroup`` gives that user read access
-    (the kubelet adds group read to a Secret volume's files for it)."""
+def _ssh_volume(plan: ChainerJobPlan, user: int | None) -> Manifest:
+    """The job's key pair. For root, owner-only: ssh and sshd refuse a private key that others
+    may read when they own it. For another user, readable by all: the files stay root's, and
+    ssh accepts a key its user does not own (openssh ``sshkey_perm_ok``), as mpi-operator's
+    non-root examples rely on for the same key at ``sshAuthMountPath`` (mode 0644)."""
+    mode = 0o444 if user else 0o400
     return {
         "name": SSH_VOLUME,
-        "secret": {"secretName": plan.names.ssh_secret, "defaultMode": 0o400},
+        "secret": {"secretName": plan.names.ssh_secret, "defaultMode": mode},
     }
+
+
+def _run_as_user(template: Manifest, container: Manifest) -> int | None:
+    """The user the main container runs as, where the spec says (container, then pod)."""
+    for context in (container.get("securityContext"), template["spec"].get("securityContext")):
+        if isinstance(context, dict) and isinstance(context.get("runAsUser"), int):
+            return int(context["runAsUser"])
+    return None
 
 
 def _ssh_mount() -> Manifest:
@@ -373,9 +383,10 @@ def _master_job(plan: ChainerJobPlan, options: GraphOptions, labels: dict[str, s
         # ssh needs no API access: no token at all.
         pod["automountServiceAccountToken"] = False
         env += [*_ssh_env(), *MPI_ENV]
-        volumes.append(_ssh_volume(plan))
+        user = _run_as_user(template, container)
+        volumes.append(_ssh_volume(plan, user))
         mounts.append(_ssh_mount())
-        waiter = _ssh_waiter(container["image"], options)
+        waiter = _ssh_waiter(container["image"], options, user)
         pod["initContainers"] = [*(pod.get("initContainers") or []), waiter]
     elif plan.workers:
         pod["subdomain"] = names.service
@@ -426,9 +437,17 @@ def _master_job(plan: ChainerJobPlan, options: GraphOptions, labels: dict[str, s
     }
 
 
-def _ssh_waiter(image: str, options: GraphOptions) -> Manifest:
+def _ssh_waiter(image: str, options: GraphOptions, user: int | None) -> Manifest:
     """Wait until every worker's sshd answers, from the master's own image: it has the ssh
-    client mpiexec uses. It runs as the pod's user (the one the workers' sshd accepts)."""
+    client mpiexec uses. It runs as the master's user (the one the workers' sshd accepts; a
+    non-root sshd accepts its own user alone)."""
+    security: Manifest = {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    if user is not None:
+        security["runAsUser"] = user
     return {
         "name": "trainjobs-cluster-waiter",
         "image": image,
@@ -438,11 +457,7 @@ def _ssh_waiter(image: str, options: GraphOptions) -> Manifest:
             {"name": "TRAINJOBS_WAIT_TIMEOUT_SECONDS", "value": str(options.wait_timeout_seconds)},
         ],
         "volumeMounts": [_assets_mount(), _ssh_mount()],
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-        },
+        "securityContext": security,
         "resources": copy.deepcopy(_INIT_RESOURCES),
     }
 

@@ -469,3 +469,42 @@ def test_sshexec_skips_open_mpis_rsh_args_before_the_host(tmp_path):
         2,
         "sshexec.sh: 'elsewhere' is not a pod of job pi\n",
     )
+
+
+def _pi_as_mpiuser() -> dict[str, Any]:
+    """mpi-operator's examples/v2beta1/pi: containers run as user 1000 (the image's default
+    user is root), the workers run their own sshd, the key goes under the user's home."""
+    document = mpijob("v2beta1", sshAuthMountPath="/home/mpiuser/.ssh")
+    specs = document["spec"]["mpiReplicaSpecs"]
+    for replica in ("Launcher", "Worker"):
+        container = specs[replica]["template"]["spec"]["containers"][0]
+        container["securityContext"] = {"runAsUser": 1000}
+    worker = specs["Worker"]["template"]["spec"]["containers"][0]
+    worker["command"] = ["/usr/sbin/sshd", "-De", "-f", "/home/mpiuser/.sshd_config"]
+    return document
+
+
+def _volume(template: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(v for v in template["spec"]["volumes"] if v["name"] == name)
+
+
+def test_a_launcher_running_as_a_user_waits_as_that_user_and_can_read_the_jobs_key():
+    found = objects(_pi_as_mpiuser())
+    template = launcher(found)
+    waiter = template["spec"]["initContainers"][-1]
+
+    # The workers' sshd runs as 1000 and accepts only that user: the waiter connects as it.
+    assert waiter["name"] == "trainjobs-cluster-waiter"
+    assert waiter["securityContext"]["runAsUser"] == 1000
+    # Root-owned and readable by all, as mpi-operator mounts the same key at sshAuthMountPath
+    # (0644): ssh accepts a private key another user owns; 0400 would be unreadable to 1000.
+    assert _volume(template, "trainjobs-ssh")["secret"]["defaultMode"] == 0o444
+    worker = found["StatefulSet/pi-worker"]["spec"]["template"]
+    assert _volume(worker, "trainjobs-ssh")["secret"]["defaultMode"] == 0o444
+
+
+def test_a_root_launcher_keeps_the_key_owner_only():
+    template = launcher(objects(mpijob("v2beta1")))
+
+    assert "runAsUser" not in template["spec"]["initContainers"][-1]["securityContext"]
+    assert _volume(template, "trainjobs-ssh")["secret"]["defaultMode"] == 0o400
