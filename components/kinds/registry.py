@@ -17,7 +17,8 @@ from trainjobs.core.graph import Graph, GraphOptions
 from trainjobs.core.jobset import QUEUE_LABEL, is_queued
 
 if TYPE_CHECKING:
-    from trainjobs.core.replica_spec import ReplicaJobPlan
+    from trainjobs.core.replica_spec import ReplicaJobPlan, RunSettings
+    from trainjobs.kinds.chainer.spec import ChainerJobPlan
     from trainjobs.kinds.mpijob.spec import MpiJobPlan
 
 
@@ -78,7 +79,6 @@ class JobDefinition:
 def _chainer(
     document: dict[str, Any], source: str, namespace: str, options: GraphOptions
 ) -> JobDefinition:
-    from trainjobs.kinds.chainer import graph as chainer_graph
     from trainjobs.kinds.chainer import spec as chainer_spec
 
     plan = chainer_spec.parse(document, source, namespace)
@@ -94,49 +94,45 @@ def _chainer(
                 )
             ],
         )
-    return JobDefinition(
-        kind=chainer_spec.KIND,
-        name=plan.names.job,
-        namespace=plan.namespace,
-        graph=chainer_graph.build_graph(plan, options),
-        success_jobs=(plan.names.master,),
-        workers=[
-            Workload("StatefulSet", group.statefulset, group.replicas) for group in plan.workers
-        ],
-        worker_pods=plan.worker_pods,
-        warnings=tuple(plan.warnings),
-        anchor=("ConfigMap", plan.names.assets),
-    )
+    return _mpi_graph_definition(plan, options)
 
 
 def _mpijob(
     document: dict[str, Any], source: str, namespace: str, options: GraphOptions
 ) -> JobDefinition:
-    from trainjobs.kinds.chainer import graph as chainer_graph
     from trainjobs.kinds.mpijob import spec as mpijob_spec
 
     parsed = mpijob_spec.parse(document, source, namespace, options)
-    plan = parsed.graph
-    if plan.flavour.queued:
+    if parsed.graph.flavour.queued:
         return _queued_mpijob(parsed, options)
+    return _mpi_graph_definition(parsed.graph, options, parsed.run)
+
+
+def _mpi_graph_definition(
+    plan: ChainerJobPlan, options: GraphOptions, run: RunSettings | None = None
+) -> JobDefinition:
+    """A ChainerJob or unqueued MPIJob: the master (launcher) Job decides, as every MPIJob
+    operator rules (its Job's Complete or Failed); the workers are StatefulSets. ``run``: an
+    MPIJob's runPolicy (a ChainerJob has none)."""
+    from trainjobs.kinds.chainer import graph as chainer_graph
+
     gang = plan.flavour.gang
     return JobDefinition(
-        kind=mpijob_spec.KIND,
+        kind=plan.flavour.kind,
         name=plan.names.job,
         namespace=plan.namespace,
         graph=chainer_graph.build_graph(plan, options),
-        # The launcher decides, as every MPIJob operator rules: its Job's Complete or Failed.
         success_jobs=(plan.names.master,),
         workers=[
             Workload("StatefulSet", group.statefulset, group.replicas) for group in plan.workers
         ],
         worker_pods=plan.worker_pods,
-        clean_pod_policy=parsed.run.clean_pod_policy,
+        clean_pod_policy=run.clean_pod_policy if run is not None else "Running",
         warnings=tuple(plan.warnings),
         gang_min_member=gang.min_member if gang is not None else None,
         anchor=("ConfigMap", plan.names.assets),
-        suspend=parsed.run.suspend,
-        ttl_seconds_after_finished=parsed.run.ttl_seconds_after_finished,
+        suspend=run.suspend if run is not None else False,
+        ttl_seconds_after_finished=run.ttl_seconds_after_finished if run is not None else None,
     )
 
 
