@@ -234,14 +234,11 @@ class TrainingJob(pulumi.ComponentResource):
         )
 
     @property
-    def workloads(self) -> list[pulumi.CustomResource]:
-        """What the watcher waits for before it starts: the workloads and the anchor."""
-        anchor = "/".join(self.target.anchor) if self.target.anchor else None
-        return [
-            resource
-            for key, resource in self.resources.items()
-            if key.split("/", 1)[0] in WORKLOAD_KINDS or key == anchor
-        ]
+    def anchor(self) -> list[pulumi.CustomResource]:
+        """The object that carries the job's description for the watcher (none if not
+        created). The watcher waits for it and for the workloads, whose uids it takes."""
+        key = "/".join(self.target.anchor) if self.target.anchor else None
+        return [self.resources[key]] if key in self.resources else []
 
     def uids(self) -> pulumi.Output[dict[str, str]]:
         """Each workload's uid by name: a workload Pulumi replaced has a new one, which tells
@@ -251,6 +248,8 @@ class TrainingJob(pulumi.ComponentResource):
             for key, resource in self.resources.items()
             if key.split("/", 1)[0] in WORKLOAD_KINDS
         }
+        # Each uid taken from its metadata by an apply of its own: combining the metadata
+        # objects themselves would make the SDK lift every label and annotation into an Output.
         return pulumi.Output.all(
             **{
                 name: resource.metadata.apply(lambda meta: (meta or {}).get("uid"))  # type: ignore[attr-defined]

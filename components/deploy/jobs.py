@@ -298,8 +298,10 @@ class JobCompletion(completion.JobCompletion, module="trainjobs", name="JobCompl
                 f"JobCompletion {name}: {', '.join(unwatched)} built with watched=False; "
                 "build the jobs a JobCompletion watches with watched=True"
             )
+        # The uids make every workload a dependency already (Pulumi adds an input's resources
+        # to the dependencies); listing them again cost the SDK 0.2 s for 100 jobs.
         depends_on = pulumi.ResourceOptions(
-            depends_on=[workload for job in jobs for workload in job.workloads]
+            depends_on=[anchor for job in jobs for anchor in job.anchor]
         )
         super().__init__(
             name,

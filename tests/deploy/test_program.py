@@ -13,6 +13,7 @@ from tests.conftest import REPO
 from trainjobs.cli import main
 from trainjobs.cluster.target import WatchTarget
 from trainjobs.core.errors import UserError
+from trainjobs.deploy.program import outcome_export
 from trainjobs.review.preview import PreviewResult, Registration, run_preview
 
 CHAINER = "trainjobs:index:ChainerJob"
@@ -147,28 +148,39 @@ def test_role_rules_registered_with_pulumi_are_exact(distributed):
 
 
 def test_stack_exports_each_jobs_outputs(distributed):
-    outcome_keys = [
-        "completionTime",
-        "diagnosis",
-        "durationSeconds",
-        "failed",
-        "message",
-        "notes",
-        "phase",
-        "reason",
-        "startTime",
-        "succeeded",
-        "workersScaledDown",
-    ]
     assert distributed.outputs == {
         "chainermn-mnist": {
             "kind": "ChainerJob",
             "masterJobName": "chainermn-mnist-master",
             "namespace": "default",
-            "outcome": dict.fromkeys(outcome_keys, UNKNOWN),
+            "outcome": UNKNOWN,
             "workerPodNames": ["chainermn-mnist-worker-0", "chainermn-mnist-worker-1"],
         }
     }
+
+
+def test_a_jobs_exported_outcome_names_every_field_the_watcher_records():
+    outcomes = {
+        "default/a": {"phase": "Succeeded", "reason": "CompletionsReached", "succeeded": 1},
+        "default/b": {"phase": "Failed"},
+    }
+
+    assert outcome_export(outcomes, "default/a") == {
+        "completionTime": None,
+        "diagnosis": None,
+        "durationSeconds": None,
+        "failed": None,
+        "message": None,
+        "notes": None,
+        "phase": "Succeeded",
+        "reason": "CompletionsReached",
+        "startTime": None,
+        "succeeded": 1,
+        "workersScaledDown": None,
+    }
+    assert outcome_export(None, "default/a") == dict.fromkeys(
+        outcome_export(outcomes, "default/a"), None
+    )
 
 
 def make_project(tmp_path: Path, config: dict, jobs: dict[str, str] | None = None) -> Path:

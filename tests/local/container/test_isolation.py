@@ -19,7 +19,14 @@ from typing import Any
 
 import pytest
 
-from tests.local.container.test_runtime import CONTAINER, ENGINE, left_by, single_pod, write_job
+from tests.local.container.test_runtime import (
+    CONTAINER,
+    ENGINE,
+    QUICK_STOP,
+    left_by,
+    single_pod,
+    write_job,
+)
 from tests.local.runs import Run
 from trainjobs.cli import main
 from trainjobs.local.files import read_log
@@ -119,7 +126,10 @@ def test_a_container_gets_exactly_the_capabilities_its_spec_grants(tmp_path: Pat
 def test_the_specs_env_reaches_the_container_never_the_engine_client(tmp_path: Path):
     marker = f"marker-{uuid.uuid4().hex}"
     job = single_pod(
-        "envprobe", IMAGE, ["sh", "-c", 'echo "in the container: $PROBE_VALUE"; exec sleep 600']
+        "envprobe",
+        IMAGE,
+        ["sh", "-c", 'echo "in the container: $PROBE_VALUE"; exec sleep 600'],
+        **QUICK_STOP,
     )
     container = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
     container["env"] = [{"name": "PROBE_VALUE", "value": marker}]

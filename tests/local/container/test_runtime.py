@@ -316,6 +316,9 @@ def test_a_failed_job_exits_1_and_leaves_nothing(tmp_path: Path):
 
 
 SLEEPER = ["sh", "-c", "echo started; exec sleep 600"]
+QUICK_STOP = {"terminationGracePeriodSeconds": 1}
+"""A sleeper is its container's PID 1, which ignores SIGTERM: the kubelet (and the runtime)
+then waits out the grace period before SIGKILL. One second keeps such tests short."""
 
 
 def test_sigint_stops_the_pods_and_leaves_nothing(tmp_path: Path):
@@ -323,7 +326,7 @@ def test_sigint_stops_the_pods_and_leaves_nothing(tmp_path: Path):
         if line.startswith("[sleeper-master-0] started"):
             process.send_signal(signal.SIGINT)
 
-    job = single_pod("sleeper", "trainjobs/chainer:7.8.1", SLEEPER)
+    job = single_pod("sleeper", "trainjobs/chainer:7.8.1", SLEEPER, **QUICK_STOP)
     run = Run(
         write_job(tmp_path / "job.yaml", job), tmp_path / "run", *CONTAINER, on_line=interrupt
     )
