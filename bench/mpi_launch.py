@@ -27,6 +27,8 @@ from pathlib import Path
 
 import yaml
 
+from trainjobs.local.files import read_log
+
 REPO = Path(__file__).resolve().parent.parent
 
 PROGRAM = (
@@ -80,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
         seconds = time.perf_counter() - started
         summary = json.loads((run_dir / "summary.json").read_text())
-        log = (run_dir / "logs" / f"mpi-{args.workers}-master.log").read_text()
+        # Each log line starts with its time (trainjobs.local.files.log_record).
+        log = "\n".join(read_log(run_dir / "logs" / f"mpi-{args.workers}-master.log"))
     ranks = args.workers + 1
     answered = set(re.findall(rf"^rank (\d+) of {ranks} sum {ranks}$", log, re.MULTILINE))
     print(f"exit {done.returncode}, {summary['outcome']}, {len(answered)} ranks, {seconds:.1f}s")
