@@ -127,15 +127,19 @@ def write_record(
     retry: RetryPolicy = DEFAULT_RETRY,
 ) -> str | None:
     """Record the run on its anchor; None when done, else why not (never raises: the run's
-    outcome stands either way)."""
-    _, patch = _api(api, anchor[0])
+    outcome stands either way). Transient failures are retried as reading is: the merge
+    patch sets one annotation, so sending it again changes nothing more."""
+    kind, name = anchor
+    _, patch = _api(api, kind)
     body = {"metadata": {"annotations": {RECORD_ANNOTATION: finished.to_json()}}}
+    timeout = (retry.connect_timeout, retry.request_timeout)
     try:
-        patch(
-            anchor[1],
+        call_with_retries(
+            api,
+            f"patch {kind} {namespace}/{name}",
             namespace,
-            body,
-            _request_timeout=(retry.connect_timeout, retry.request_timeout),
+            lambda: patch(name, namespace, body, _request_timeout=timeout),
+            retry,
         )
     except Exception as error:
         return describe_error(error)

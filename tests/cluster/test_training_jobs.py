@@ -216,6 +216,19 @@ def test_the_end_of_a_run_is_recorded_and_the_ttl_handed_to_its_jobs(kube, api, 
     assert {kube.get("jobs", job)["spec"]["ttlSecondsAfterFinished"] for job in TF_JOBS} == {600}
 
 
+def test_a_record_the_api_server_fails_once_is_written_on_the_retry(kube, api, tmp_path):
+    # A PATCH can meet an API server blip (a 503, a connection dropped under it): the run's
+    # end is written again, as reading it is (trainjobs.cluster.record.read_record).
+    target = deployed(kube, tmp_path, tf_job("Running"))
+    kube.fail_next(503, method="PATCH", path="/services/tf-mnist-chief-0")
+
+    outcome = start_and_finish_tf(kube, api, target)
+
+    record = kube.get("services", "tf-mnist-chief-0")["metadata"]["annotations"]
+    assert json.loads(record[RECORD_ANNOTATION])["run"] == target.run
+    assert (outcome.status.phase, outcome.notes) == ("Succeeded", ())
+
+
 def test_a_job_suspended_by_its_spec_is_not_started(kube, api, tmp_path) -> None:
     target = deployed(kube, tmp_path, tf_job("Running", suspend=True))
 
