@@ -14,6 +14,7 @@ import concurrent.futures
 import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from trainjobs.cluster.diagnosis import LOG_TAIL_LINES, describe_error, diagnose
@@ -490,7 +491,20 @@ def _hand_over_ttl(api: ApiClient, target: WatchTarget, options: WatchOptions) -
     notes = []
     for name in target.jobs:
         try:
-            batch.patch_namespaced_job(name, target.namespace, body, _request_timeout=timeout)
+            # Transient failures retried, as the record's write is: the patch is idempotent.
+            call_with_retries(
+                api,
+                f"patch Job {target.namespace}/{name}",
+                target.namespace,
+                partial(
+                    batch.patch_namespaced_job,
+                    name,
+                    target.namespace,
+                    body,
+                    _request_timeout=timeout,
+                ),
+                options.retry,
+            )
         except Exception as error:
             notes.append(f"Job {target.namespace}/{name}: TTL not set ({describe_error(error)})")
     return notes

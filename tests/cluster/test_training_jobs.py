@@ -229,6 +229,24 @@ def test_a_record_the_api_server_fails_once_is_written_on_the_retry(kube, api, t
     assert (outcome.status.phase, outcome.notes) == ("Succeeded", ())
 
 
+def test_a_ttl_the_api_server_fails_to_take_once_is_handed_over_on_the_retry(kube, api, tmp_path):
+    target = deployed(kube, tmp_path, tf_job("None", ttlSecondsAfterFinished=600))
+    outcome = watch(api, target)
+    wait_for(lambda: all(pods(kube, job) == ["Running"] for job in TF_JOBS))
+    # After the runs were started (resuming a Job is a PATCH too): the TTL's PATCH fails once.
+    kube.fail_next(503, method="PATCH", path="/jobs/tf-mnist-ps-0")
+    kube.complete_job("tf-mnist-worker-0")
+    kube.complete_job("tf-mnist-chief-0")
+
+    ended = outcome()
+
+    assert {kube.get("jobs", job)["spec"]["ttlSecondsAfterFinished"] for job in TF_JOBS} == {600}
+    assert ended.notes == (
+        "cleanPodPolicy None: pods that still run are left running, as under Kubeflow (set it "
+        "to Running to stop them when the job ends)",
+    )
+
+
 def test_a_job_suspended_by_its_spec_is_not_started(kube, api, tmp_path) -> None:
     target = deployed(kube, tmp_path, tf_job("Running", suspend=True))
 
