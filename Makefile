@@ -18,8 +18,8 @@ TF_STAMP := $(TF_VENV)/.installed
 # first use instead, and keeps them.
 PIP_FLAGS := --quiet --disable-pip-version-check --no-compile
 # That needs Python to keep what it compiles: a PYTHONDONTWRITEBYTECODE in the environment (some
-# CI images set it) would make every command compile its imports again, every time (`make test`
-# ran 1.5x longer for it here: pulumi-kubernetes alone takes 0.8 s to compile).
+# CI images set it) would make every command compile its imports again, every time (the review
+# tests ran 1.5x longer for it here; importing pulumi-kubernetes' Job modules took 0.8 s more).
 unexport PYTHONDONTWRITEBYTECODE
 PIP := $(BIN)/pip install $(PIP_FLAGS)
 # An extra installs with the core's pins as constraints, so no extra moves a core pin.
