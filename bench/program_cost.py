@@ -52,27 +52,24 @@ for manifest in json.load(open("manifests.json")):
 '''
 
 STRUCTURED_PROGRAM = '''\
-"""The baseline's manifests as a job stack must register them, with nothing of trainjobs."""
+"""The baseline's manifests as a job stack must register them, with nothing of trainjobs'
+own work: a component per job, its objects parented to it with the graph's edges and the
+options the real program gives them (trainjobs.deploy.component.resource_options)."""
 import json
 import pulumi
-from trainjobs.deploy.component import _RESOURCE_CLASSES, _snake
+from trainjobs.core.graph import Node
+from trainjobs.deploy.component import _RESOURCE_CLASSES, _snake, resource_options
 
 for job in json.load(open("jobs.json")):
     component = pulumi.ComponentResource("trainjobs:index:ChainerJob", job["name"])
     made = {}
-    for node in job["nodes"]:
-        manifest = node["manifest"]
-        cls = _RESOURCE_CLASSES[(manifest["apiVersion"], manifest["kind"])]
-        kwargs = {_snake(k): v for k, v in manifest.items() if k not in ("apiVersion", "kind")}
-        workload = manifest["kind"] in ("Job", "StatefulSet")
-        opts = pulumi.ResourceOptions(
-            parent=component,
-            depends_on=[made[key] for key in node["depends_on"]],
-            ignore_changes=["spec.replicas"] if manifest["kind"] == "StatefulSet" else None,
-            replace_on_changes=["metadata", "spec"] if manifest["kind"] == "Job" else None,
-            delete_before_replace=manifest["kind"] == "Job",
-        )
-        made[node["key"]] = cls(manifest["metadata"]["name"], opts=opts, **kwargs)
+    for item in job["nodes"]:
+        node = Node(item["manifest"], tuple(item["depends_on"]))
+        cls = _RESOURCE_CLASSES[(node.manifest["apiVersion"], node.kind)]
+        kwargs = {_snake(k): v for k, v in node.manifest.items() if k not in ("apiVersion", "kind")}
+        depends_on = [made[key] for key in node.depends_on]
+        opts = resource_options(node, component, depends_on, gated=False)
+        made[node.key] = cls(node.name, opts=opts, **kwargs)
     outputs = {"namespace": job["namespace"], "master_job_name": job["master"],
                "worker_pod_names": job["workers"]}
     component.register_outputs({k: pulumi.Output.from_input(v) for k, v in outputs.items()})
@@ -115,7 +112,7 @@ def make_projects(root: Path, jobs: int) -> dict[str, tuple[Path, str]]:
         job = parse_job(template, "bench")
         manifests += job.graph.manifests()
         nodes = [
-            {"key": node.key, "depends_on": list(node.depends_on), "manifest": node.manifest}
+            {"depends_on": list(node.depends_on), "manifest": node.manifest}
             for node in job.graph.nodes
         ]
         structured.append(

@@ -172,3 +172,20 @@ def call_with_retries(
             ) from last
         sleep(min(backoff, retry.first_contact_seconds - waited))
         backoff = min(backoff * 2, retry.max_backoff)
+
+
+def best_effort(
+    api: ApiClient,
+    action: str,
+    namespace: str,
+    request: Callable[[], object],
+    retry: RetryPolicy,
+) -> str | None:
+    """A write the watcher's outcome does not depend on: ``request`` retried as
+    :func:`call_with_retries` retries it; None when it went through, else what failed, in the
+    server's or the connection's words."""
+    try:
+        call_with_retries(api, action, namespace, request, retry)
+    except Exception as error:
+        return describe_error(error.__cause__ or error)
+    return None

@@ -26,8 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from trainjobs.cluster.diagnosis import describe_error
-from trainjobs.cluster.errors import DEFAULT_RETRY, RetryPolicy, call_with_retries
+from trainjobs.cluster.errors import DEFAULT_RETRY, RetryPolicy, best_effort, call_with_retries
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -133,14 +132,10 @@ def write_record(
     _, patch = _api(api, kind)
     body = {"metadata": {"annotations": {RECORD_ANNOTATION: finished.to_json()}}}
     timeout = (retry.connect_timeout, retry.request_timeout)
-    try:
-        call_with_retries(
-            api,
-            f"patch {kind} {namespace}/{name}",
-            namespace,
-            lambda: patch(name, namespace, body, _request_timeout=timeout),
-            retry,
-        )
-    except Exception as error:
-        return describe_error(error)
-    return None
+    return best_effort(
+        api,
+        f"patch {kind} {namespace}/{name}",
+        namespace,
+        lambda: patch(name, namespace, body, _request_timeout=timeout),
+        retry,
+    )

@@ -18,7 +18,12 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from trainjobs.cluster.diagnosis import LOG_TAIL_LINES, describe_error, diagnose
-from trainjobs.cluster.errors import DEFAULT_RETRY, RetryPolicy, call_with_retries
+from trainjobs.cluster.errors import (
+    DEFAULT_RETRY,
+    RetryPolicy,
+    best_effort,
+    call_with_retries,
+)
 from trainjobs.cluster.outcome import Outcome
 from trainjobs.cluster.progress import PROGRESS_INTERVAL_SECONDS, Reporter, quiet
 from trainjobs.cluster.record import FinishedRun, read_record, write_record
@@ -490,23 +495,13 @@ def _hand_over_ttl(api: ApiClient, target: WatchTarget, options: WatchOptions) -
     body = {"spec": {"ttlSecondsAfterFinished": target.ttl_seconds_after_finished}}
     notes = []
     for name in target.jobs:
-        try:
-            # Transient failures retried, as the record's write is: the patch is idempotent.
-            call_with_retries(
-                api,
-                f"patch Job {target.namespace}/{name}",
-                target.namespace,
-                partial(
-                    batch.patch_namespaced_job,
-                    name,
-                    target.namespace,
-                    body,
-                    _request_timeout=timeout,
-                ),
-                options.retry,
-            )
-        except Exception as error:
-            notes.append(f"Job {target.namespace}/{name}: TTL not set ({describe_error(error)})")
+        where = f"Job {target.namespace}/{name}"
+        patch = partial(
+            batch.patch_namespaced_job, name, target.namespace, body, _request_timeout=timeout
+        )
+        failure = best_effort(api, f"patch {where}", target.namespace, patch, options.retry)
+        if failure is not None:
+            notes.append(f"{where}: TTL not set ({failure})")
     return notes
 
 
