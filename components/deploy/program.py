@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import glob
 import json
 from collections.abc import Mapping
@@ -203,9 +204,27 @@ def load_jobs(settings: StackSettings) -> list[JobDefinition]:
     ]
 
 
+YOUNG_GENERATION_THRESHOLD = 50_000
+"""Allocations between two collections of the youngest generation while the program runs."""
+
+
+def tune_collector() -> None:
+    """Let the cyclic garbage collector run less often while the program registers.
+
+    The SDK allocates many short-lived container objects per resource (futures, outputs,
+    protobuf structs). At CPython's default threshold of 700 the collector ran about 500
+    times during a 100-job preview and took about a third of its CPU
+    (`bench/program_cost.py`); at 50,000 it collects the same garbage in far fewer passes.
+    The program is a short-lived process of its own, and memory stays bounded by the
+    threshold. A larger threshold already set is kept."""
+    young, middle, old = gc.get_threshold()
+    gc.set_threshold(max(young, YOUNG_GENERATION_THRESHOLD), middle, old)
+
+
 def run() -> None:
     """Build one component per job, one completion watcher for all of them, and export each
     job's outputs, keyed by job name."""
+    tune_collector()
     try:
         settings = StackSettings.from_config(pulumi.Config("trainjobs")).with_infra_stack()
         jobs = load_jobs(settings)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import shutil
 from pathlib import Path
@@ -212,6 +213,27 @@ def test_a_stack_of_many_jobs_from_a_glob(tmp_path):
     assert components == ["job-0", "job-1", "job-2"]
     assert {r.inputs["metadata"]["namespace"] for r in result.kubernetes_objects()} == {"ml"}
     assert sorted(result.outputs) == ["job-0", "job-1", "job-2"]
+
+
+@pytest.fixture
+def default_collector():
+    saved = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)  # CPython's defaults
+    yield
+    gc.set_threshold(*saved)
+
+
+def test_the_program_collects_garbage_less_often_while_it_registers(tmp_path, default_collector):
+    project = make_project(tmp_path, {"trainjobs:job": "jobs/a.yaml"}, {"a.yaml": job_yaml("a")})
+    run_preview("test", project)
+    assert gc.get_threshold() == (50_000, 10, 10)
+
+
+def test_the_program_keeps_a_larger_collector_threshold_already_set(tmp_path, default_collector):
+    gc.set_threshold(80_000, 5, 7)
+    project = make_project(tmp_path, {"trainjobs:job": "jobs/a.yaml"}, {"a.yaml": job_yaml("a")})
+    run_preview("test", project)
+    assert gc.get_threshold() == (80_000, 5, 7)
 
 
 def test_a_stack_of_jobs_from_a_list(tmp_path):
