@@ -25,6 +25,7 @@ from trainjobs.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS, Manifest
 from trainjobs.core.labels import metadata
 from trainjobs.kinds.chainer.assets import (
     ASSETS_DIR,
+    PROBE_ROUND,
     READY_MARKER,
     hostfile_lines,
     job_title,
@@ -282,45 +283,7 @@ probe() {{
     echo "$1:$why"
 }}
 
-# Probes every worker not ready yet, $batch at a time.
-round() {{
-    results=$(
-        running=0
-        set -- $workers
-        while [ $# -gt 0 ]; do
-            case "$ready" in
-                *" $1 "*) ;;
-                *)
-                    probe "$1" "$2" &
-                    running=$((running + 1))
-                    if [ "$running" -ge "$batch" ]; then wait; running=0; fi
-                    ;;
-            esac
-            shift 2
-        done
-        wait
-    )
-    # Read back in the workers' order: probes finish in any order.
-    results=" $(echo $results) "
-    pending=""
-    set -- $workers
-    while [ $# -gt 0 ]; do
-        case "$results" in
-            *" $1:"*)
-                why=${{results#*" $1:"}}
-                why=${{why%% *}}
-                if [ "$why" = ready ]; then
-                    ready="$ready$1 "
-                    echo "cluster_waiter: $1 is ready"
-                else
-                    pending="$pending $1($why)"
-                fi
-                ;;
-        esac
-        shift 2
-    done
-}}
-
+{PROBE_ROUND}
 last_report=$start
 while :; do
     round

@@ -325,7 +325,8 @@ def recording_kubectl(
     kubectl = tmp_path / "kubectl"
     kubectl.write_text(
         "#!/bin/sh\n"
-        f'printf "%s|" "$@" >> {log}; echo >> {log}\n'
+        # One write per call: the waiter runs its probes at once.
+        f'line=$(printf "%s|" "$@"); echo "$line" >> {log}\n'
         f'case "$1" in get) echo {phase} ;; exec) echo {answer} ;; esac\n',
         encoding="utf-8",
     )
@@ -385,17 +386,79 @@ def test_cluster_waiter_succeeds_once_every_worker_answers_an_exec(job, tmp_path
     kubectl = recording_kubectl(tmp_path)
     result = run_script(write_assets(job, tmp_path)["cluster_waiter.sh"], kubectl)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == [
+    *lines, last = result.stdout.splitlines()
+    assert lines == [
         "cluster_waiter: demo-worker-0 is ready",
         "cluster_waiter: demo-worker-1 is ready",
+    ]
+    # Whole seconds by `date +%s`: a round that crosses a second's edge says 1s.
+    assert last in (
         "cluster_waiter: all 2 workers ready after 0s",
-    ]
-    assert (tmp_path / "kubectl.log").read_text().splitlines() == [
-        "get|pod|demo-worker-0|-o|jsonpath={.status.phase}|",
+        "cluster_waiter: all 2 workers ready after 1s",
+    )
+    assert sorted((tmp_path / "kubectl.log").read_text().splitlines()) == [
         "exec|demo-worker-0|-c|chainer|--|sh|-c|echo trainjobs-ready|",
-        "get|pod|demo-worker-1|-o|jsonpath={.status.phase}|",
         "exec|demo-worker-1|-c|chainer|--|sh|-c|echo trainjobs-ready|",
+        "get|pod|demo-worker-0|-o|jsonpath={.status.phase}|",
+        "get|pod|demo-worker-1|-o|jsonpath={.status.phase}|",
     ]
+
+
+def rendezvous_kubectl(tmp_path: Path) -> Path:
+    """A kubectl whose exec answers only once every worker's exec has started (it gives up
+    after 5 s): workers probed one after another never all answer in one round."""
+    kubectl = tmp_path / "kubectl"
+    started = tmp_path / "started"
+    kubectl.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in\n'
+        "    get) echo Running ;;\n"
+        f'    exec) touch "{started}-$2"\n'
+        "        for _ in 1 2 3 4 5 6 7 8 9 10; do\n"
+        f"            if [ -e {started}-demo-worker-0 ] && [ -e {started}-demo-worker-1 ]; then\n"
+        "                echo trainjobs-ready; exit 0\n"
+        "            fi\n"
+        "            sleep 0.5\n"
+        "        done ;;\n"
+        "esac\n",
+        encoding="utf-8",
+    )
+    kubectl.chmod(0o755)
+    return kubectl
+
+
+def test_cluster_waiter_probes_every_worker_at_once(job, tmp_path):
+    result = run_script(
+        write_assets(job, tmp_path)["cluster_waiter.sh"],
+        rendezvous_kubectl(tmp_path),
+        TRAINJOBS_WAIT_TIMEOUT_SECONDS="1",
+    )
+    assert result.returncode == 0, result.stderr
+    *lines, last = result.stdout.splitlines()
+    assert lines == [
+        "cluster_waiter: demo-worker-0 is ready",
+        "cluster_waiter: demo-worker-1 is ready",
+    ]
+    # Whole seconds by `date +%s`: a round that crosses a second's edge says 1s.
+    assert last in (
+        "cluster_waiter: all 2 workers ready after 0s",
+        "cluster_waiter: all 2 workers ready after 1s",
+    )
+
+
+def test_cluster_waiter_probes_at_most_its_batch_at_once(job, tmp_path):
+    result = run_script(
+        write_assets(job, tmp_path)["cluster_waiter.sh"],
+        rendezvous_kubectl(tmp_path),
+        TRAINJOBS_WAIT_TIMEOUT_SECONDS="1",
+        TRAINJOBS_WAIT_PARALLEL="1",
+    )
+    assert result.returncode == 1
+    # worker-0's exec gave up waiting for worker-1's, which started only after it.
+    assert result.stdout.splitlines() == ["cluster_waiter: demo-worker-1 is ready"]
+    assert result.stderr == (
+        "cluster_waiter: timed out after 1s; workers not ready: demo-worker-0(Running)\n"
+    )
 
 
 def test_cluster_waiter_fails_loudly_naming_workers_that_never_came_up(job, tmp_path):
@@ -423,3 +486,20 @@ def test_cluster_waiter_does_not_trust_running_without_an_exec_round_trip(job, t
     )
     assert result.returncode == 1
     assert "workers not ready: demo-worker-0(Running) demo-worker-1(Running)" in result.stderr
+
+
+def test_cluster_waiter_reports_a_phase_it_does_not_know_as_unknown(job, tmp_path):
+    # The answer is parsed as POD:PHASE words: an API answer cannot bend that parsing.
+    kubectl = recording_kubectl(tmp_path, phase="'Running demo-worker-1:ready'")
+    result = run_script(
+        write_assets(job, tmp_path)["cluster_waiter.sh"],
+        kubectl,
+        TRAINJOBS_WAIT_TIMEOUT_SECONDS="1",
+        TRAINJOBS_WAIT_INTERVAL_SECONDS="0.2",
+    )
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        "cluster_waiter: timed out after 1s; workers not ready: "
+        "demo-worker-0(Unknown) demo-worker-1(Unknown)\n"
+    )
