@@ -92,6 +92,17 @@ def private_run_records(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pa
         yield directory
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_answer_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Answers cached by this session's commands (:mod:`trainjobs.core.answer_cache`) stay
+    in the session, not in the home of whoever runs it; subprocesses inherit the setting."""
+    directory = tmp_path_factory.mktemp("answer-cache")
+    directory.chmod(0o700)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TRAINJOBS_CACHE_DIR", str(directory))
+        yield directory
+
+
 @contextmanager
 def small_tmpfs(mount_point: Path, read_only: bool = False) -> Iterator[Path]:
     """A 64 KiB tmpfs at ``mount_point`` (root only; the test skips where it cannot mount)."""

@@ -1,12 +1,16 @@
 """Each command imports what it uses: `trainjobs validate` and `run` load no Pulumi SDK, no
 AWS SDK, no Kubernetes client, and no other kind's models; `run --help` not even the spec
-models or the schema validator. Checked in a fresh interpreter, as a user runs them."""
+models or the schema validator, and a job validated before not the schema validator.
+Checked in a fresh interpreter, as a user runs them."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 from tests.conftest import REPO
 
@@ -44,22 +48,33 @@ print(json.dumps(sorted(set(sys.modules) & set(json.loads(sys.stdin.read())))))
 """
 
 
-def loaded(code: str, *arguments: str) -> set[str]:
-    """Which of :data:`WATCHED` a fresh interpreter has imported after ``code``."""
-    done = subprocess.run(
-        [sys.executable, "-c", code, *arguments],
-        input=json.dumps(sorted(WATCHED)),
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        check=True,
-    )
+def loaded(code: str, *arguments: str, cache: Path | None = None) -> set[str]:
+    """Which of :data:`WATCHED` a fresh interpreter has imported after ``code``, with an
+    empty answer cache, or ``cache``."""
+    with tempfile.TemporaryDirectory() as empty:
+        done = subprocess.run(
+            [sys.executable, "-c", code, *arguments],
+            input=json.dumps(sorted(WATCHED)),
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            check=True,
+            env={**os.environ, "TRAINJOBS_CACHE_DIR": str(cache or empty)},
+        )
     return set(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def test_validate_of_a_chainerjob_loads_its_models_and_the_schema_alone():
     found = loaded(RUN_COMMAND, "validate", "jobs/chainermn-mnist.yaml")
     assert found == SPEC_MODELS
+
+
+def test_validating_a_job_again_loads_no_schema_validator(tmp_path):
+    first = loaded(RUN_COMMAND, "validate", "jobs/chainermn-mnist.yaml", cache=tmp_path)
+    again = loaded(RUN_COMMAND, "validate", "jobs/chainermn-mnist.yaml", cache=tmp_path)
+    assert first == SPEC_MODELS
+    # The templates' schema answers come from the cache: no jsonschema, no Kubernetes schema.
+    assert again == {"pydantic", "yaml"}
 
 
 def test_run_help_loads_no_models_no_schema_and_no_sdk():

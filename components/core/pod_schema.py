@@ -14,11 +14,15 @@ validation and server-side apply's strict field validation.
 from __future__ import annotations
 
 import difflib
+import hashlib
+import importlib.util
 import json
 from collections.abc import Iterable
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trainjobs.core import answer_cache
 from trainjobs.core.errors import Problem
 
 if TYPE_CHECKING:
@@ -84,15 +88,10 @@ def check_template_types(
 
     Checked once per content: the templates of many replicas or many jobs are often the same,
     and the schema's answer depends on nothing else (``path`` only prefixes the field paths).
+    The answer is also kept in the user's cache directory (:mod:`trainjobs.core.answer_cache`),
+    so running or validating the same job again loads neither jsonschema nor the schema.
     """
-    key = _content(template)
-    found = _CHECKED.get(key) if key is not None else None
-    if found is None:
-        found = _type_problems(template)
-        if key is not None:
-            if len(_CHECKED) >= _CHECKED_MAX:
-                _CHECKED.clear()
-            _CHECKED[key] = found
+    found = _answer(template)
     problems += [Problem(f"{path}{where}", message) for where, message in found[0]]
     warnings += [Problem(f"{path}{where}", message) for where, message in found[1]]
     for parts, key in found[2]:
@@ -116,6 +115,55 @@ Unknown = tuple[tuple[tuple[str | int, ...], str], ...]
 _CHECKED: dict[str, tuple[Found, Found, Unknown]] = {}
 """Problems, warnings and unknown fields by template content (see :func:`_content`)."""
 _CHECKED_MAX = 256
+
+
+def _answer(template: Any) -> tuple[Found, Found, Unknown]:
+    key = _content(template)
+    if key is None:
+        return _type_problems(template)
+    found = _CHECKED.get(key)
+    if found is None:
+        found = _stored(answer_cache.load(_CACHE_KIND, _code_salt(), key))
+        if found is None:
+            found = _type_problems(template)
+            answer_cache.store(_CACHE_KIND, _code_salt(), key, found)
+        if len(_CHECKED) >= _CHECKED_MAX:
+            _CHECKED.clear()
+        _CHECKED[key] = found
+    return found
+
+
+_CACHE_KIND = "pod-schema"
+
+
+@cache
+def _code_salt() -> str:
+    """Names the code an answer depends on: this module and the installed jsonschema,
+    referencing and kubernetes-validate (the schema's files), by location, size and time, so
+    an upgrade or an edit never reads an older answer. Found without importing them."""
+    parts = [hashlib.sha256(Path(__file__).read_bytes()).hexdigest()]
+    for name in ("jsonschema", "referencing", "kubernetes_validate"):
+        spec = importlib.util.find_spec(name)
+        origin = Path(spec.origin) if spec is not None and spec.origin else None
+        info = origin.stat() if origin is not None else None
+        parts.append(f"{origin}:{info.st_size}:{info.st_mtime_ns}" if info else f"{name}:none")
+    return "\n".join(parts)
+
+
+def _stored(answer: Any) -> tuple[Found, Found, Unknown] | None:
+    """A stored answer back as :func:`_type_problems` returns it; None unless well formed."""
+    try:
+        problems, warnings, unknown = answer
+        return (
+            tuple((str(where), str(message)) for where, message in problems),
+            tuple((str(where), str(message)) for where, message in warnings),
+            tuple(
+                (tuple(p if isinstance(p, int) else str(p) for p in parts), str(key))
+                for parts, key in unknown
+            ),
+        )
+    except (TypeError, ValueError):
+        return None
 
 
 def _content(template: Any) -> str | None:
