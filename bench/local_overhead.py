@@ -97,24 +97,32 @@ def main() -> int:
     bare = ["mpiexec", "--allow-run-as-root", "--oversubscribe", "-n", "3", "python3"]
     bare += [str(SCRIPT), "--communicator", "naive"]
     runs: list[Trial] = []
+    firsts: list[Trial] = []
     containers: list[Trial] = []
     bares: list[Trial] = []
     engine = None if args.no_container else _engine()
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="trainjobs-bench-") as scratch:
+        # The answer cache starts empty, as on a new machine; the first run fills it.
+        env["TRAINJOBS_CACHE_DIR"] = str(Path(scratch) / "answers")
         if engine is not None:
             # Not timed: builds what the container runs need (nothing when current).
             timed(_trainjobs(bin_dir, Path(scratch) / "warm-up", "container"), env)
         for index in range(args.trials):
             run_dir = Path(scratch) / f"run-{index}"
             runs.append(timed(_trainjobs(bin_dir, run_dir, "process"), env))
+            # A job's first run: nothing in the answer cache yet.
+            empty = {**env, "TRAINJOBS_CACHE_DIR": str(Path(scratch) / f"answers-{index}")}
+            first_dir = Path(scratch) / f"first-{index}"
+            firsts.append(timed(_trainjobs(bin_dir, first_dir, "process"), empty))
             if engine is not None:
                 container_dir = Path(scratch) / f"container-{index}"
                 containers.append(timed(_trainjobs(bin_dir, container_dir, "container"), env))
             bares.append(timed(bare, bare_env))
             print(
                 f"trial {index + 1}/{args.trials}: to the first iteration, trainjobs run "
-                f"{runs[-1].to_first_iteration:.2f}s, "
+                f"{runs[-1].to_first_iteration:.2f}s "
+                f"(first run {firsts[-1].to_first_iteration:.2f}s), "
                 + (f"container {containers[-1].to_first_iteration:.2f}s, " if containers else "")
                 + f"bare mpiexec {bares[-1].to_first_iteration:.2f}s",
                 flush=True,
@@ -122,7 +130,7 @@ def main() -> int:
     run_median = statistics.median(t.to_first_iteration for t in runs)
     bare_median = statistics.median(t.to_first_iteration for t in bares)
     load = (load_before, os.getloadavg()[0])
-    report = render(args.trials, runs, bares, run_median, bare_median, load)
+    report = render(args.trials, runs, firsts, bares, run_median, bare_median, load)
     report += render_containers(
         containers, runs, run_median, bare_median, engine, args.no_container
     )
@@ -202,12 +210,15 @@ def render_containers(
 def render(
     trials: int,
     runs: list[Trial],
+    firsts: list[Trial],
     bares: list[Trial],
     run_median: float,
     bare_median: float,
     load: tuple[float, float],
 ) -> str:
     overhead = run_median - bare_median
+    first_median = statistics.median(t.to_first_iteration for t in firsts)
+    first_overhead = first_median - bare_median
     mpi = subprocess.run(["mpiexec", "--version"], capture_output=True, text=True).stdout
     root = os.geteuid() == 0
     lines = [
@@ -229,11 +240,18 @@ def render(
         "| --- | ---: | ---: |",
         f"| `trainjobs run jobs/chainermn-mnist.yaml` | {run_median:.2f} s | "
         f"{statistics.median(t.total for t in runs):.2f} s |",
+        f"| the same, a job's first run (empty answer cache) | {first_median:.2f} s | "
+        f"{statistics.median(t.total for t in firsts):.2f} s |",
         f"| bare `mpiexec -n 3` | {bare_median:.2f} s | "
         f"{statistics.median(t.total for t in bares):.2f} s |",
         "",
         f"**Overhead: {overhead:+.2f} s (ratio {run_median / bare_median:.2f}x)**; "
-        f"goal: at most +{GOAL_SECONDS} s ({'met' if overhead <= GOAL_SECONDS else 'NOT met'}).",
+        f"goal: at most +{GOAL_SECONDS} s ({'met' if overhead <= GOAL_SECONDS else 'NOT met'}). "
+        f"A job's first run: {first_overhead:+.2f} s (ratio {first_median / bare_median:.2f}x; "
+        f"{'met' if first_overhead <= GOAL_SECONDS else 'NOT met'}): it also checks the pod "
+        "templates against the Kubernetes schema (jsonschema and the schema's files loaded), "
+        "whose answers later runs of the job read from the answer cache "
+        "(`trainjobs.core.answer_cache`).",
         "",
         "Where `trainjobs run` spends its start-up (median time since the command started):",
         "",
@@ -263,12 +281,13 @@ def render(
         "",
         "Trials (seconds to the first iteration):",
         "",
-        "| trial | `trainjobs run` | bare `mpiexec` |",
-        "| ---: | ---: | ---: |",
+        "| trial | `trainjobs run` | first run | bare `mpiexec` |",
+        "| ---: | ---: | ---: | ---: |",
     ]
     lines += [
-        f"| {i + 1} | {run.to_first_iteration:.2f} | {bare.to_first_iteration:.2f} |"
-        for i, (run, bare) in enumerate(zip(runs, bares, strict=True))
+        f"| {i + 1} | {run.to_first_iteration:.2f} | {first.to_first_iteration:.2f} "
+        f"| {bare.to_first_iteration:.2f} |"
+        for i, (run, first, bare) in enumerate(zip(runs, firsts, bares, strict=True))
     ]
     return "\n".join(lines) + "\n"
 

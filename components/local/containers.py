@@ -243,6 +243,10 @@ def materialise_config_map(
         path = inside(target, relative)
         path.parent.mkdir(parents=True, exist_ok=True)
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(data[key])
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                handle.write(data[key])
+        except OSError as error:
+            # A full disk fails the write or the close: the error then names no file.
+            raise OSError(error.errno, error.strerror, str(path)) from None
         path.chmod(file_mode & 0o777)

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Set
+from collections.abc import Iterable, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -286,6 +287,36 @@ def session_of(pid: int) -> int | None:
     except (OSError, IndexError):
         return None
     return int(fields[3]) if fields[0] not in ("Z", "X") else None
+
+
+def wait_for_an_exit(processes: Iterable[ContainerProcess], timeout: float) -> None:
+    """Sleep until one of the running ``processes`` exits, or ``timeout`` seconds.
+
+    The runtime's loop then acts on an init container's end at once rather than at its next
+    tick (at 50 ms ticks, the two init containers of a ChainerJob's master cost its start-up
+    about 0.1 s). It waits on each process's pidfd (Linux 5.3), which becomes readable when
+    the process exits; it only sleeps where pidfds are not to be had. Processes that have
+    already exited are not waited on, so the loop never spins on them."""
+    descriptors: list[int] = []
+    try:
+        for each in processes:
+            if each.process is None or each.process.poll() is not None:
+                continue
+            try:
+                descriptors.append(os.pidfd_open(each.process.pid))
+            except (AttributeError, OSError):
+                time.sleep(timeout)
+                return
+        if not descriptors:
+            time.sleep(timeout)
+            return
+        poller = select.poll()
+        for descriptor in descriptors:
+            poller.register(descriptor, select.POLLIN)
+        poller.poll(timeout * 1000)
+    finally:
+        for descriptor in descriptors:
+            os.close(descriptor)
 
 
 def kill_all(pids: list[int]) -> None:

@@ -101,6 +101,7 @@ from trainjobs.local.pods import (
     kill_all,
     pod_processes,
     session_of,
+    wait_for_an_exit,
 )
 from trainjobs.local.results import RunResult, killed_summary
 from trainjobs.local.signals import (
@@ -501,7 +502,10 @@ class Run:
             outcome = self._outcome()
             if outcome is not None:
                 return outcome
-            time.sleep(POLL_SECONDS)
+            wait_for_an_exit(
+                [process for pod in self.pods for process in pod.processes.values()],
+                POLL_SECONDS,
+            )
 
     def provision(self, pods: list[PodRun]) -> None:
         """Make ahead, together, what creating each of ``pods`` needs, where a runtime can

@@ -30,6 +30,7 @@ from tests.local.runs import (
 from trainjobs.cli import main
 from trainjobs.core.errors import EnvironmentFailure
 from trainjobs.local import ledger
+from trainjobs.local.containers import materialise_config_map
 from trainjobs.local.pods import LogSink
 
 DISTRIBUTED = REPO / "jobs" / "chainermn-mnist.yaml"
@@ -375,6 +376,16 @@ def test_a_run_on_a_64_kib_tmpfs_ends_with_a_clean_error(tiny_tmpfs):
     assert message.endswith(": No space left on device")
     assert message.startswith(f"[trainjobs] message:  cannot write {tiny_tmpfs / 'run'}/")
     assert leaks(run) == []
+
+
+def test_a_config_map_file_the_disk_cannot_hold_is_named_in_the_error(tiny_tmpfs):
+    target = tiny_tmpfs / "volume"
+    with pytest.raises(OSError) as raised:
+        materialise_config_map(target, {"big.sh": "x" * 200_000}, 0o644, None)
+    assert (raised.value.strerror, raised.value.filename) == (
+        "No space left on device",
+        str(target / "big.sh"),
+    )
 
 
 def test_output_keeps_flowing_when_the_log_file_cannot_be_written(tiny_tmpfs):
