@@ -93,7 +93,8 @@ def cluster_waiter(plan: ChainerJobPlan) -> str:
     Running is not enough: a pod can be Running before the API server can exec into it (or
     with RBAC missing), and the old operators started mpiexec then and failed obscurely.
     Workers are probed 16 at a time (`TRAINJOBS_WAIT_PARALLEL`), so a round costs about one
-    get and one exec per 16 workers rather than per worker. On timeout it names every worker
+    exec per 16 workers rather than an exec and a get per worker (the phase is read only
+    for a worker that did not answer, to say why). On timeout it names every worker
     that is not ready, with its phase, and exits 1, so the master pod's init container fails
     visibly instead of training on a partial cluster.
     """
@@ -112,19 +113,21 @@ start=$(date +%s)
 ready=" "
 pending=""
 
-# Prints POD:ready, or POD:PHASE (NotFound when the pod cannot be read).
+# Prints POD:ready, or POD:PHASE (NotFound when the pod cannot be read). The exec comes
+# first: an answer proves the pod Running, and the phase is asked only to say why not.
 probe() {{
+    answer=$("$kubectl" exec "$1" -c "$2" -- sh -c 'echo {READY_MARKER}' 2>/dev/null)
+    if [ "$answer" = {READY_MARKER} ]; then
+        echo "$1:ready"
+        return
+    fi
     phase=$("$kubectl" get pod "$1" -o 'jsonpath={{.status.phase}}' 2>/dev/null) || phase=""
     case "$phase" in
         Pending|Running|Succeeded|Failed|Unknown) ;;
         "") phase=NotFound ;;
         *) phase=Unknown ;;
     esac
-    answer=""
-    if [ "$phase" = Running ]; then
-        answer=$("$kubectl" exec "$1" -c "$2" -- sh -c 'echo {READY_MARKER}' 2>/dev/null)
-    fi
-    if [ "$answer" = {READY_MARKER} ]; then echo "$1:ready"; else echo "$1:$phase"; fi
+    echo "$1:$phase"
 }}
 
 {PROBE_ROUND}
