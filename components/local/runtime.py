@@ -53,6 +53,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -64,8 +65,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from trainjobs.core.errors import EnvironmentFailure, UserError
 from trainjobs.core.jobset import QUEUE_LABEL
@@ -177,19 +177,36 @@ def _check_images(plan: ClusterPlan, aliases: dict[str, str]) -> None:
         for container in _all_containers(pod):
             image = catalogue.resolve(container["image"], aliases)
             for requirement in image.python_packages:
-                pin = Requirement(requirement)
-                key = (image.local_environment, canonicalize_name(pin.name))
+                name, pinned = requirement.split("==")  # declarations pin 'name==version'
+                key = (image.local_environment, _canonical_name(name))
                 if key not in versions:
                     versions[key] = _installed_version(image, key[1])
                 version = versions[key]
-                # PEP 440 matching: '==2.13.0' would also accept a local build (2.13.0+cpu).
-                if version is None or not pin.specifier.contains(version, prereleases=True):
+                if version is None or not pin_matches(pinned, version):
                     have = f"has {version}" if version else "does not have it"
                     raise UserError(
                         f"image {image.reference} needs {requirement} in the Python that runs "
                         f"its containers locally ({image.local_bin}), which {have}: run "
                         f"`{image.local_setup}`"
                     )
+
+
+def pin_matches(pinned: str, installed: str) -> bool:
+    """Whether version ``installed`` satisfies ``==pinned`` by PEP 440: release segments
+    compare zero-padded, and a pin without a local label also accepts a local build
+    (``==2.13.0`` accepts ``2.13.0+cpu``). packaging's Requirement and SpecifierSet say the
+    same, but importing them cost `trainjobs run` about 0.02 s; an image's pins are always
+    ``name==version`` (:mod:`trainjobs.images.declarations`)."""
+    try:
+        want, have = Version(pinned), Version(installed)
+    except InvalidVersion:
+        return False
+    return have == want if want.local else Version(have.public) == want
+
+
+def _canonical_name(name: str) -> str:
+    """A distribution's normalised name (PEP 503), as packaging's canonicalize_name gives it."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _installed_version(image: Image, name: str) -> str | None:
