@@ -383,20 +383,24 @@ def test_kubexec_refuses_a_host_that_is_not_a_pod_of_the_job(job, tmp_path):
     assert not (tmp_path / "kubectl.log").exists()
 
 
+def both_workers_ready(stdout: str) -> bool:
+    """The waiter's output once both workers answered in its first round."""
+    *lines, last = stdout.splitlines()
+    # Whole seconds by `date +%s`: a round that crosses a second's edge says 1s.
+    return lines == [
+        "cluster_waiter: demo-worker-0 is ready",
+        "cluster_waiter: demo-worker-1 is ready",
+    ] and last in (
+        "cluster_waiter: all 2 workers ready after 0s",
+        "cluster_waiter: all 2 workers ready after 1s",
+    )
+
+
 def test_cluster_waiter_succeeds_once_every_worker_answers_an_exec(job, tmp_path):
     kubectl = recording_kubectl(tmp_path)
     result = run_script(write_assets(job, tmp_path)["cluster_waiter.sh"], kubectl)
     assert result.returncode == 0, result.stderr
-    *lines, last = result.stdout.splitlines()
-    assert lines == [
-        "cluster_waiter: demo-worker-0 is ready",
-        "cluster_waiter: demo-worker-1 is ready",
-    ]
-    # Whole seconds by `date +%s`: a round that crosses a second's edge says 1s.
-    assert last in (
-        "cluster_waiter: all 2 workers ready after 0s",
-        "cluster_waiter: all 2 workers ready after 1s",
-    )
+    assert both_workers_ready(result.stdout)
     # An exec that answers needs no get: one API call per ready worker.
     assert sorted((tmp_path / "kubectl.log").read_text().splitlines()) == [
         "exec|demo-worker-0|-c|chainer|--|sh|-c|echo trainjobs-ready|",
@@ -434,16 +438,7 @@ def test_cluster_waiter_probes_every_worker_at_once(job, tmp_path):
         TRAINJOBS_WAIT_TIMEOUT_SECONDS="1",
     )
     assert result.returncode == 0, result.stderr
-    *lines, last = result.stdout.splitlines()
-    assert lines == [
-        "cluster_waiter: demo-worker-0 is ready",
-        "cluster_waiter: demo-worker-1 is ready",
-    ]
-    # Whole seconds by `date +%s`: a round that crosses a second's edge says 1s.
-    assert last in (
-        "cluster_waiter: all 2 workers ready after 0s",
-        "cluster_waiter: all 2 workers ready after 1s",
-    )
+    assert both_workers_ready(result.stdout)
 
 
 def test_cluster_waiter_probes_at_most_its_batch_at_once(job, tmp_path):
@@ -461,14 +456,19 @@ def test_cluster_waiter_probes_at_most_its_batch_at_once(job, tmp_path):
     )
 
 
-def test_cluster_waiter_fails_loudly_naming_workers_that_never_came_up(job, tmp_path):
-    kubectl = recording_kubectl(tmp_path, phase="Pending")
-    result = run_script(
+def wait_one_second(job, tmp_path: Path, kubectl: Path) -> subprocess.CompletedProcess:
+    """The cluster waiter with a 1 s timeout, looking every 0.2 s."""
+    return run_script(
         write_assets(job, tmp_path)["cluster_waiter.sh"],
         kubectl,
         TRAINJOBS_WAIT_TIMEOUT_SECONDS="1",
         TRAINJOBS_WAIT_INTERVAL_SECONDS="0.2",
     )
+
+
+def test_cluster_waiter_fails_loudly_naming_workers_that_never_came_up(job, tmp_path):
+    kubectl = recording_kubectl(tmp_path, phase="Pending")
+    result = wait_one_second(job, tmp_path, kubectl)
     assert result.returncode == 1
     assert result.stderr == (
         "cluster_waiter: timed out after 1s; workers not ready: "
@@ -478,12 +478,7 @@ def test_cluster_waiter_fails_loudly_naming_workers_that_never_came_up(job, tmp_
 
 def test_cluster_waiter_does_not_trust_running_without_an_exec_round_trip(job, tmp_path):
     kubectl = recording_kubectl(tmp_path, phase="Running", answer="")
-    result = run_script(
-        write_assets(job, tmp_path)["cluster_waiter.sh"],
-        kubectl,
-        TRAINJOBS_WAIT_TIMEOUT_SECONDS="1",
-        TRAINJOBS_WAIT_INTERVAL_SECONDS="0.2",
-    )
+    result = wait_one_second(job, tmp_path, kubectl)
     assert result.returncode == 1
     assert "workers not ready: demo-worker-0(Running) demo-worker-1(Running)" in result.stderr
 
@@ -491,12 +486,7 @@ def test_cluster_waiter_does_not_trust_running_without_an_exec_round_trip(job, t
 def test_cluster_waiter_reports_a_phase_it_does_not_know_as_unknown(job, tmp_path):
     # The answer is parsed as POD:PHASE words: an API answer cannot bend that parsing.
     kubectl = recording_kubectl(tmp_path, phase="'Running demo-worker-1:ready'")
-    result = run_script(
-        write_assets(job, tmp_path)["cluster_waiter.sh"],
-        kubectl,
-        TRAINJOBS_WAIT_TIMEOUT_SECONDS="1",
-        TRAINJOBS_WAIT_INTERVAL_SECONDS="0.2",
-    )
+    result = wait_one_second(job, tmp_path, kubectl)
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr == (
