@@ -50,10 +50,8 @@ but not the clean-up.
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import os
-import re
 import shutil
 import sys
 import time
@@ -65,13 +63,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
 from trainjobs.core.errors import EnvironmentFailure, UserError
 from trainjobs.core.jobset import QUEUE_LABEL
 from trainjobs.core.manifests import dump_yaml, manifest_filename
-from trainjobs.images import catalogue
-from trainjobs.images.declarations import Image
 from trainjobs.kinds.chainer import ssh_assets
 from trainjobs.kinds.registry import JobDefinition
 from trainjobs.local import ssh as local_ssh
@@ -82,6 +76,7 @@ from trainjobs.local.cluster import (
 )
 from trainjobs.local.files import inside, new_run_directory, private_directory, write_private
 from trainjobs.local.history import record_end, record_start
+from trainjobs.local.image_packages import check_images
 from trainjobs.local.job_run import JobRun
 from trainjobs.local.kubectl import CALLS_LOG, POD_ENV, REGISTRY_ENV
 from trainjobs.local.ledger import Ledger, clean_dead_runs
@@ -138,7 +133,7 @@ class RunOptions:
 def process_run(job: JobDefinition, plan: ClusterPlan, options: RunOptions) -> RunResult:
     """Run the job's pods as host processes (``--runtime process``) to its outcome; the
     dispatcher is :func:`trainjobs.local.start.run_job`."""
-    _check_images(plan, options.image_aliases)
+    check_images(plan, options.image_aliases)
     stream = options.stream or sys.stdout
     clean_up_after_killed_runs(lambda line: print(f"[trainjobs] {line}", file=stream))
     run = Run(job, plan, options)
@@ -165,62 +160,6 @@ def clean_up_after_killed_runs(report: Callable[[str], None]) -> bool:
             except OSError as error:
                 report(f"run {dead.run_id}: {summary} not written ({error.strerror})")
     return complete
-
-
-def _check_images(plan: ClusterPlan, aliases: dict[str, str]) -> None:
-    """Every image must be declared and its Python packages installed where pods run.
-
-    Only the pinned names are looked up, each once (reading every installed distribution's
-    metadata cost more than building the graph)."""
-    versions: dict[tuple[str | None, str], str | None] = {}
-    for pod in plan.pods:
-        for container in _all_containers(pod):
-            image = catalogue.resolve(container["image"], aliases)
-            for requirement in image.python_packages:
-                name, pinned = requirement.split("==")  # declarations pin 'name==version'
-                key = (image.local_environment, _canonical_name(name))
-                if key not in versions:
-                    versions[key] = _installed_version(image, key[1])
-                version = versions[key]
-                if version is None or not pin_matches(pinned, version):
-                    have = f"has {version}" if version else "does not have it"
-                    raise UserError(
-                        f"image {image.reference} needs {requirement} in the Python that runs "
-                        f"its containers locally ({image.local_bin}), which {have}: run "
-                        f"`{image.local_setup}`"
-                    )
-
-
-def pin_matches(pinned: str, installed: str) -> bool:
-    """Whether version ``installed`` satisfies ``==pinned`` by PEP 440: release segments
-    compare zero-padded, and a pin without a local label also accepts a local build
-    (``==2.13.0`` accepts ``2.13.0+cpu``). packaging's Requirement and SpecifierSet say the
-    same, but importing them cost `trainjobs run` about 0.02 s; an image's pins are always
-    ``name==version`` (:mod:`trainjobs.images.declarations`)."""
-    try:
-        want, have = Version(pinned), Version(installed)
-    except InvalidVersion:
-        return False
-    return have == want if want.local else Version(have.public) == want
-
-
-def _canonical_name(name: str) -> str:
-    """A distribution's normalised name (PEP 503), as packaging's canonicalize_name gives it."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def _installed_version(image: Image, name: str) -> str | None:
-    """The version of distribution ``name`` in the environment that runs ``image`` locally."""
-    if image.local_environment is None:
-        found = importlib.metadata.distributions(name=name)
-    else:
-        sites = [str(p) for p in image.local_bin.parent.glob("lib/python*/site-packages")]
-        found = importlib.metadata.distributions(name=name, path=sites)
-    return next((d.version for d in found), None)
-
-
-def _all_containers(pod: PodPlan) -> list[dict[str, Any]]:
-    return [*(pod.spec.get("initContainers") or []), *pod.spec["containers"]]
 
 
 def _default_run_dir(job: str) -> Path:

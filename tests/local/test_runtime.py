@@ -348,7 +348,7 @@ def test_the_image_check_reads_each_pinned_package_once_and_nothing_else(
     second before the first pod; the check looks up the pinned names alone, once each."""
     import importlib.metadata
 
-    from trainjobs.local import runtime
+    from trainjobs.local import image_packages
 
     asked: list[str | None] = []
     original = importlib.metadata.distributions
@@ -359,7 +359,7 @@ def test_the_image_check_reads_each_pinned_package_once_and_nothing_else(
 
     monkeypatch.setattr(importlib.metadata, "distributions", counted)
     job = load_job(DISTRIBUTED)
-    runtime._check_images(plan_cluster(job.graph, job.success_jobs, job.success_any), {})
+    image_packages.check_images(plan_cluster(job.graph, job.success_jobs, job.success_any), {})
     assert sorted(asked, key=str) == ["chainer", "mpi4py", "numpy", "scikit-learn", "scipy"]
 
 
