@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,11 +25,12 @@ def _started(value: datetime | None) -> str:
 
 
 def _runs(args: argparse.Namespace) -> int:
+    from trainjobs.core.terminal import escape
     from trainjobs.local.history import list_runs
 
     runs = list_runs(args.dir)
     if not runs:
-        print(f"no runs in {args.dir}")
+        print(f"no runs in {escape(str(args.dir))}")
         return 0
     rows = [("JOB", "KIND", "OUTCOME", "STARTED (UTC)", "DURATION", "RUN DIR")]
     rows += [
@@ -42,6 +44,9 @@ def _runs(args: argparse.Namespace) -> int:
         )
         for run in runs
     ]
+    # A table built here from what run directories say: no field may drive the terminal or
+    # break the table's lines, wherever it is printed.
+    rows = [tuple(escape(cell) for cell in row) for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     for row in rows:
         cells = [cell.ljust(width) for cell, width in zip(row[:5], widths, strict=True)]
@@ -50,15 +55,19 @@ def _runs(args: argparse.Namespace) -> int:
 
 
 def _logs(args: argparse.Namespace) -> int:
+    from trainjobs.core.terminal import escape
     from trainjobs.local.history import find_run, read_logs
 
     run_dir = find_run(args.run, args.dir)
+    # On a terminal, a pod's escape sequences would drive it, as `trainjobs run` shows them;
+    # piped, the lines stay as the pods wrote them.
+    shown = escape if sys.stdout.isatty() else str
     read_logs(
         run_dir,
         args.pod,
         args.follow,
         args.timestamps,
-        lambda line: print(line, flush=args.follow),
+        lambda line: print(shown(line), flush=args.follow),
     )
     return 0
 

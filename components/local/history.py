@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from trainjobs.core.errors import UserError
+from trainjobs.core.terminal import escape
 from trainjobs.kinds.registry import JobDefinition
 from trainjobs.local.files import SUMMARY, without_timestamp, write_private
 from trainjobs.local.kubectl import process_start_time
@@ -26,6 +29,9 @@ from trainjobs.local.kubectl import process_start_time
 RUN_RECORD = "run.json"
 RUNS_DIRECTORY = Path("out") / "runs"
 FOLLOW_POLL_SECONDS = 0.2
+_MAX_RECORD_BYTES = 1024 * 1024
+POD_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+"""A pod's name (a DNS-1123 subdomain, as the API server requires): never a path."""
 
 
 def record_start(
@@ -52,8 +58,16 @@ def record_end(run_dir: Path, summary: str) -> None:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
+    """A run's record, read only from a regular file of that name (never through a link)."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return {}
+    try:
+        with os.fdopen(handle, "rb") as stream:
+            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+                return {}
+            document = json.loads(stream.read(_MAX_RECORD_BYTES).decode("utf-8"))
     except (OSError, ValueError):
         return {}
     return document if isinstance(document, dict) else {}
@@ -142,20 +156,33 @@ def find_run(name: str, directory: Path) -> Path:
     if latest:
         return latest[-1].run_dir
     raise UserError(
-        f"{name}: no run directory or job of that name in {directory}; "
+        f"{escape(name)}: no run directory or job of that name in {escape(str(directory))}; "
         "`trainjobs runs` lists the runs"
     )
 
 
 def log_files(run_dir: Path, pod: str | None) -> list[Path]:
+    """The log files of the run's pods, or of ``pod`` only: regular files that the run wrote in
+    its ``logs/``, never a link (a name planted there is not followed)."""
     logs = run_dir / "logs"
+    present = sorted(path for path in logs.glob("*.log") if _regular(path))
     if pod is None:
-        return sorted(logs.glob("*.log"))
+        return present
     path = logs / f"{pod}.log"
-    if not path.is_file():
-        pods = ", ".join(p.stem for p in sorted(logs.glob("*.log"))) or "none yet"
-        raise UserError(f"pod {pod!r}: no log in {run_dir} (pods with logs: {pods})")
+    if not POD_NAME.fullmatch(pod) or path not in present:
+        pods = ", ".join(p.stem for p in present) or "none yet"
+        raise UserError(
+            f"pod {escape(repr(pod))}: no log in {escape(str(run_dir))} "
+            f"(pods with logs: {escape(pods)})"
+        )
     return [path]
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def read_logs(
@@ -194,11 +221,14 @@ def _new_lines(
     """(timestamp, line) for each whole line written to ``files`` since the last call."""
     for path in files:
         try:
-            with path.open("rb") as handle:
-                handle.seek(offsets.get(path, 0))
-                data = handle.read()
+            handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
             continue
+        with os.fdopen(handle, "rb") as stream:
+            if not stat.S_ISREG(os.fstat(handle).st_mode):
+                continue
+            stream.seek(offsets.get(path, 0))
+            data = stream.read()
         whole = data[: data.rfind(b"\n") + 1]
         offsets[path] = offsets.get(path, 0) + len(whole)
         for raw in whole.decode("utf-8", "replace").splitlines():

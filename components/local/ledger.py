@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from trainjobs.core.errors import EnvironmentFailure
-from trainjobs.local.files import PRIVATE_DIRECTORY, temporary_files, write_private
+from trainjobs.local.files import PRIVATE_DIRECTORY, temporary_files, untrusted, write_private
 from trainjobs.local.kubectl import process_start_time
 
 STATE_ENV = "TRAINJOBS_STATE_DIR"
@@ -105,22 +105,13 @@ def _trusted(directory: Path) -> Path:
         status = os.fstat(handle)
     finally:
         os.close(handle)
-    problem = _untrusted(status)
+    problem = untrusted(status)
     if problem:
         raise EnvironmentFailure(
             f"{directory} ({STATE_ENV}) {problem}; run records must be in a directory only "
             f"uid {os.geteuid()} can write: unset {STATE_ENV} or give a private (0700) one"
         )
     return directory
-
-
-def _untrusted(status: os.stat_result) -> str:
-    """Why a file or directory with this status may have been written by someone else."""
-    if status.st_uid != os.geteuid():
-        return f"is owned by uid {status.st_uid}"
-    if status.st_mode & 0o022:
-        return f"may be written by other users (mode {stat.S_IMODE(status.st_mode):04o})"
-    return ""
 
 
 @dataclass
@@ -255,7 +246,7 @@ def _read(path: Path) -> dict[str, Any]:
     with os.fdopen(handle, "rb") as stream:
         status = os.fstat(stream.fileno())
         problem = "is not a regular file" if not stat.S_ISREG(status.st_mode) else ""
-        problem = problem or _untrusted(status)
+        problem = problem or untrusted(status)
         if problem:
             raise EnvironmentFailure(
                 f"run record {path} {problem}; remove it (clean-up follows only records "

@@ -156,7 +156,7 @@ def clean_up_after_killed_runs(report: Callable[[str], None]) -> bool:
         summary = Path(dead.run_dir) / "summary.json"
         if Path(dead.run_dir).is_dir() and not summary.exists():
             try:
-                write_private(summary, json.dumps(killed_summary(dead), indent=2) + "\n")
+                record_end(Path(dead.run_dir), json.dumps(killed_summary(dead), indent=2) + "\n")
             except OSError as error:
                 report(f"run {dead.run_id}: {summary} not written ({error.strerror})")
     return complete

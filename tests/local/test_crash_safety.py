@@ -112,6 +112,8 @@ def test_trainjobs_clean_removes_what_a_killed_run_left_and_says_so(killed_run):
         "Killed",
         [],
     )
+    # The summary replaces the start record, as a run that ends does (`runs` reads one).
+    assert sorted(p.name for p in run_dir.glob("*.json")) == ["pods.json", "summary.json"]
     again = subprocess.run([*TRAINJOBS, "clean"], cwd=REPO, capture_output=True, text=True)
     assert again.stdout == "nothing to clean: no killed run left anything behind\n"
 

@@ -235,3 +235,100 @@ def test_a_run_dir_holding_an_earlier_run_is_refused_with_a_free_name(tmp_path):
         f"(Succeeded); give a new directory (e.g. --run-dir {tmp_path / 'mine'}-2) or remove it "
         "first\n"
     )
+
+
+def test_logs_of_a_pod_named_as_a_path_prints_nothing_outside_the_run(tmp_path, capsys):
+    outside = tmp_path / "secret.log"
+    outside.write_text("2026-11-25T10:00:01.000000Z the secret\n")
+    run_dir = tmp_path / "runs" / "demo-1"
+    fake_run(run_dir, {"demo-master": ["2026-11-25T10:00:01.000000Z hi\n"]}, running=False)
+    for pod in ("../../../secret", "../../secret", "/etc/passwd", "demo-master/../../../../secret"):
+        assert main(["logs", str(run_dir), pod]) == 2
+        assert capsys.readouterr() == (
+            "",
+            f"error: pod {pod!r}: no log in {run_dir} (pods with logs: demo-master)\n",
+        )
+
+
+def test_a_link_planted_in_a_runs_logs_is_not_followed(tmp_path, capsys):
+    secret = tmp_path / "secret"
+    secret.write_text("2026-11-25T10:00:01.000000Z the secret\n")
+    run_dir = tmp_path / "run"
+    fake_run(run_dir, {"demo-master": ["2026-11-25T10:00:02.000000Z hi\n"]}, running=False)
+    (run_dir / "logs" / "demo-worker-0.log").symlink_to(secret)
+    (run_dir / "logs" / "demo-master.log").rename(run_dir / "logs" / "real")
+    (run_dir / "logs" / "demo-master.log").symlink_to(run_dir / "logs" / "real")
+    assert main(["logs", str(run_dir)]) == 0
+    assert capsys.readouterr().out == ""
+    assert main(["logs", str(run_dir), "demo-worker-0"]) == 2
+    assert capsys.readouterr().err == (
+        f"error: pod 'demo-worker-0': no log in {run_dir} (pods with logs: none yet)\n"
+    )
+
+
+def test_a_summary_that_is_a_link_is_not_read(tmp_path, capsys):
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(json.dumps({"job": "planted", "outcome": "Succeeded"}))
+    run_dir = tmp_path / "runs" / "demo-1"
+    fake_run(run_dir, {}, running=False)
+    (run_dir / "run.json").unlink()
+    (run_dir / "summary.json").symlink_to(elsewhere)
+    assert main(["runs", "--dir", str(tmp_path / "runs")]) == 0
+    assert capsys.readouterr().out == f"no runs in {tmp_path / 'runs'}\n"
+
+
+class Terminal:
+    """Standard output as a terminal (what `isatty` tells the command)."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def write(self, text: str) -> int:
+        self.text += text
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return True
+
+
+HOSTILE = "\x1b]0;owned\x07\x1b[2J\x1b]52;c;cm0gLXJmIH4=\x07\u202eok"
+"""A title change, a screen clear, an OSC 52 clipboard write and a right-to-left override."""
+HOSTILE_SHOWN = "\\x1b]0;owned\\x07\\x1b[2J\\x1b]52;c;cm0gLXJmIH4=\\x07\\u202eok"
+
+
+def test_logs_on_a_terminal_shows_a_pods_escape_sequences_escaped(tmp_path, monkeypatch):
+    run_dir = tmp_path / "run"
+    fake_run(run_dir, {"demo-master": [f"2026-11-25T10:00:01.000000Z {HOSTILE}\n"]}, False)
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stdout", terminal)
+    assert main(["logs", str(run_dir)]) == 0
+    assert terminal.text == f"[demo-master] {HOSTILE_SHOWN}\n"
+
+
+def test_logs_into_a_pipe_keeps_the_lines_as_the_pods_wrote_them(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    fake_run(run_dir, {"demo-master": [f"2026-11-25T10:00:01.000000Z {HOSTILE}\n"]}, False)
+    assert main(["logs", str(run_dir), "demo-master"]) == 0
+    assert capsys.readouterr().out == f"{HOSTILE}\n"
+
+
+def test_runs_shows_recorded_fields_escaped(tmp_path, capsys):
+    run_dir = tmp_path / "runs" / "demo-1"
+    fake_run(run_dir, {}, running=False)
+    summary = {"job": HOSTILE, "kind": "Chainer\rJob", "outcome": "Succeeded\n\x1b[31mFailed"}
+    (run_dir / "summary.json").write_text(json.dumps({**summary, "durationSeconds": 1.0}))
+    (run_dir / "run.json").unlink()
+    assert main(["runs", "--dir", str(tmp_path / "runs")]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\r" not in out and "\u202e" not in out
+    assert out.splitlines()[1].split() == [
+        HOSTILE_SHOWN,
+        "Chainer\\x0dJob",
+        "Succeeded\\x0a\\x1b[31mFailed",
+        "-",
+        "1.0s",
+        str(run_dir),
+    ]
