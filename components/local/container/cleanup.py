@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from trainjobs.engines.engine import OWNER_LABEL, RUN_LABEL, Engine
+from trainjobs.engines.engine import OWNER_LABEL, RUN_LABEL, Engine, EngineError
 from trainjobs.engines.owners import owner_alive
 from trainjobs.engines.registry import adapter
 from trainjobs.local.ledger import resource_kind
@@ -37,22 +37,30 @@ def remove_stale(engine: Engine) -> list[str]:
 def _remove_recorded(
     entry: dict[str, Any], kind: str, remove: Callable[[Engine, Sequence[str]], None]
 ) -> list[str]:
-    """The ledger entry's ``kind`` object, removed if the engine still has it; what was."""
+    """The ledger entry's ``kind`` object, removed if the engine still has it; what was.
+    Raises when the engine still has it after removal (it says so only in its exit code)."""
     engine = adapter(str(entry["engine"]), str(entry["executable"]))
-    found = engine.labelled(f"{RUN_LABEL}={entry['run']}")
-    if not any(item.kind == kind and item.name == entry["name"] for item in found):
+    name = str(entry["name"])
+
+    def present() -> bool:
+        found = engine.labelled(f"{RUN_LABEL}={entry['run']}")
+        return any(item.kind == kind and item.name == name for item in found)
+
+    if not present():
         return []
-    remove(engine, [str(entry["name"])])
-    return [f"{engine.name} {kind} {entry['name']}"]
+    remove(engine, [name])
+    if present():
+        raise EngineError(f"{engine.name} {kind} {name} is still there after its removal")
+    return [f"{engine.name} {kind} {name}"]
 
 
 @resource_kind("engine-pod")
 def _remove_pod(entry: dict[str, Any]) -> list[str]:
     """A dead run's pod and every container in it."""
-    return _remove_recorded(entry, "pod", Engine.remove_pods)
+    return _remove_recorded(entry, "pod", lambda engine, names: engine.remove_pods(names))
 
 
 @resource_kind("engine-network")
 def _remove_network(entry: dict[str, Any]) -> list[str]:
     """A dead run's network (its pods went first: they were recorded after it)."""
-    return _remove_recorded(entry, "network", Engine.remove_networks)
+    return _remove_recorded(entry, "network", lambda engine, names: engine.remove_networks(names))

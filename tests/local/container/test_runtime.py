@@ -359,9 +359,14 @@ def test_what_a_sigkilled_run_left_is_removed_by_trainjobs_clean(tmp_path: Path)
     )
 
     assert clean.returncode == 0
-    report = next(line for line in clean.stdout.splitlines() if line.startswith(f"run {run_id} "))
-    assert f"{engine} pod tj-{run_id}-killed-master-0" in report
-    assert f"{engine} network tj-{run_id}" in report
+    # One line, each object named once: the record's own clean-up removed them all (nothing
+    # left for the sweep by owner label to find again).
+    [report] = [line for line in clean.stdout.splitlines() if run_id in line]
+    assert report.startswith(f"run {run_id} ")
+    assert report.endswith(
+        f"removed what it left: {engine} pod tj-{run_id}-killed-master-0, {engine} network "
+        f"tj-{run_id}"
+    )
     assert engine_objects(f"{RUN_LABEL}={run_id}") == []
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert (summary["outcome"], summary["reason"]) == ("Interrupted", "Killed")
