@@ -70,6 +70,12 @@ def _register(group: str) -> Register:
     return images.register
 
 
+def _version() -> str:
+    from trainjobs.core.version import package_version
+
+    return package_version()
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser for ``command`` alone (one of :data:`COMMANDS`), or for every command."""
     import argparse
@@ -77,6 +83,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trainjobs",
         description="Distributed training jobs on Kubernetes as Pulumi infrastructure as code.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"trainjobs {_version()}", help="print the version"
     )
     subcommands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in (COMMANDS[command],) if command in COMMANDS else GROUPS:

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-RUNS_HELP = "the directory of run directories (default: out/runs)"
+if TYPE_CHECKING:
+    from trainjobs.local.history import RunRecord
+
+RUNS_DIRECTORY = Path("out/runs")
+RUNS_HELP = (
+    "a directory of run directories, the only place looked (default: out/runs and every run "
+    "of yours elsewhere)"
+)
 
 
 def _duration(seconds: float | None) -> str:
@@ -26,11 +35,15 @@ def _started(value: datetime | None) -> str:
 
 def _runs(args: argparse.Namespace) -> int:
     from trainjobs.core.terminal import escape
-    from trainjobs.local.history import list_runs
+    from trainjobs.local.history import all_runs, list_runs
 
-    runs = list_runs(args.dir)
+    runs = all_runs(RUNS_DIRECTORY) if args.dir is None else list_runs(args.dir)
+    if args.json:
+        print(json.dumps([_as_json(run) for run in runs], indent=2))
+        return 0
     if not runs:
-        print(f"no runs in {escape(str(args.dir))}")
+        where = "" if args.dir is None else f" in {escape(str(args.dir))}"
+        print(f"no runs{where}")
         return 0
     rows = [("JOB", "KIND", "OUTCOME", "STARTED (UTC)", "DURATION", "RUN DIR")]
     rows += [
@@ -54,11 +67,23 @@ def _runs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _as_json(run: RunRecord) -> dict[str, object]:
+    started = run.started.isoformat().replace("+00:00", "Z") if run.started else None
+    return {
+        "job": run.job,
+        "kind": run.kind,
+        "outcome": run.outcome,
+        "started": started,
+        "durationSeconds": run.duration_seconds,
+        "runDir": str(run.run_dir),
+    }
+
+
 def _logs(args: argparse.Namespace) -> int:
     from trainjobs.core.terminal import escape
     from trainjobs.local.history import find_run, read_logs
 
-    run_dir = find_run(args.run, args.dir)
+    run_dir = find_run(args.run, args.dir or RUNS_DIRECTORY)
     # On a terminal, a pod's escape sequences would drive it, as `trainjobs run` shows them;
     # piped, the lines stay as the pods wrote them.
     shown = escape if sys.stdout.isatty() else str
@@ -76,13 +101,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     runs = subparsers.add_parser(
         "runs",
         help="list the local runs: job, kind, outcome, start, duration, run directory",
-        description="List the runs in a directory of run directories (where `trainjobs run` "
-        "puts them by default), oldest first: each one's job, kind, outcome (Running while "
-        "its runtime runs, Unknown when it was killed and not yet cleaned up after), start "
-        "time, duration and run directory.",
+        description="List your local runs, oldest first: those in out/runs (where `trainjobs "
+        "run` puts them by default) and every run made with --run-dir elsewhere (an index "
+        "beside the run records remembers them), or only those in --dir: each one's job, "
+        "kind, outcome (Running while its runtime runs, Unknown when it was killed and not "
+        "yet cleaned up after), start time, duration and run directory.",
         epilog="exit codes: 0 listed (or none to list), 2 an invalid option",
     )
-    runs.add_argument("--dir", type=Path, default=Path("out/runs"), metavar="DIR", help=RUNS_HELP)
+    runs.add_argument("--dir", type=Path, metavar="DIR", help=RUNS_HELP)
+    runs.add_argument(
+        "--json", action="store_true", help="print the runs as a JSON list, one object each"
+    )
     runs.set_defaults(handler=_runs)
 
     logs = subparsers.add_parser(
@@ -110,5 +139,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="show when each line was written (UTC, as in the log files)",
     )
-    logs.add_argument("--dir", type=Path, default=Path("out/runs"), metavar="DIR", help=RUNS_HELP)
+    logs.add_argument("--dir", type=Path, metavar="DIR", help=RUNS_HELP)
     logs.set_defaults(handler=_logs)

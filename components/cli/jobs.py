@@ -43,7 +43,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from trainjobs.core.manifests import prepare_output_dir, write_manifests
+    from trainjobs.core.manifests import dump_yaml, prepare_output_dir, write_manifests
     from trainjobs.kinds.registry import load_job
 
     options = GraphOptions(
@@ -54,6 +54,10 @@ def _render(args: argparse.Namespace) -> int:
     )
     job = load_job(args.file, args.namespace, options)  # validate before touching --out
     report_warnings(args.file, job)
+    if str(args.out) == "-":
+        # One YAML stream, as `kubectl apply -f -` reads it.
+        print("---\n".join(dump_yaml(manifest) for manifest in job.graph.manifests()), end="")
+        return 0
     prepare_output_dir(args.out)
     for path in write_manifests(job.graph.manifests(), args.out):
         print(path)
@@ -108,7 +112,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         required=True,
         type=_directory,
         metavar="DIR",
-        help="directory for the manifests (required; created, or emptied of earlier manifests)",
+        help="directory for the manifests (required; created, or emptied of earlier "
+        "manifests); - writes them to standard output as one YAML stream",
     )
     render.add_argument(
         "--namespace",

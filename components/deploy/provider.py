@@ -22,10 +22,10 @@ import pulumi
 from pulumi.provider.experimental.component import ComponentProvider
 from pydantic.alias_generators import to_camel
 
+from trainjobs.core.version import PACKAGE, package_version
 from trainjobs.deploy import jobs
 
-PACKAGE = "trainjobs"
-VERSION = "0.1.0"
+VERSION = package_version()
 
 
 class SchedulingPolicyArgs(TypedDict):

@@ -14,7 +14,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +25,7 @@ from trainjobs.core.terminal import escape
 from trainjobs.kinds.registry import JobDefinition
 from trainjobs.local.files import SUMMARY, without_timestamp, write_private
 from trainjobs.local.kubectl import process_start_time
+from trainjobs.local.run_index import indexed_run_directories, remember
 
 RUN_RECORD = "run.json"
 RUNS_DIRECTORY = Path("out") / "runs"
@@ -47,6 +48,7 @@ def record_start(
     owner = {"pid": pid, "starttime": process_start_time(pid)}
     record = {"job": job.name, "runId": run_id, **identity, "owner": owner}
     write_private(run_dir / RUN_RECORD, json.dumps(record, indent=2) + "\n")
+    remember(run_dir, run_id)
     return identity
 
 
@@ -141,23 +143,35 @@ def list_runs(directory: Path) -> list[RunRecord]:
     """Every run in a directory of run directories, oldest first."""
     if not directory.is_dir():
         return []
-    runs = [run for path in directory.iterdir() if path.is_dir() and (run := read_run(path))]
+    return _oldest_first(path for path in directory.iterdir() if path.is_dir())
+
+
+def all_runs(directory: Path) -> list[RunRecord]:
+    """Every run this user made (:mod:`trainjobs.local.run_index`) and every run in
+    ``directory``, oldest first, each once."""
+    here = [path for path in directory.iterdir() if path.is_dir()] if directory.is_dir() else []
+    return _oldest_first([*here, *indexed_run_directories()])
+
+
+def _oldest_first(run_dirs: Iterable[Path]) -> list[RunRecord]:
+    unique = {path.resolve(): path for path in run_dirs}
+    runs = [run for path in unique.values() if (run := read_run(path))]
     oldest = datetime.min.replace(tzinfo=UTC)
     return sorted(runs, key=lambda run: (run.started or oldest, run.run_dir.name))
 
 
 def find_run(name: str, directory: Path) -> Path:
     """RUN as `trainjobs logs` takes it: a run directory, a run directory's name under
-    ``directory``, or a job name (its latest run there)."""
+    ``directory``, or a job name (its latest run there or anywhere the index knows)."""
     for candidate in (Path(name), directory / name):
         if candidate.is_dir() and read_run(candidate) is not None:
             return candidate
-    latest = [run for run in list_runs(directory) if run.job == name]
+    latest = [run for run in all_runs(directory) if run.job == name]
     if latest:
         return latest[-1].run_dir
     raise UserError(
-        f"{escape(name)}: no run directory or job of that name in {escape(str(directory))}; "
-        "`trainjobs runs` lists the runs"
+        f"{escape(name)}: no run directory or job of that name in {escape(str(directory))} "
+        "or among your runs elsewhere; `trainjobs runs` lists the runs"
     )
 
 

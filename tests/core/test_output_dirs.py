@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import REPO, small_tmpfs
 from trainjobs.cli import main
@@ -52,3 +53,13 @@ def test_preview_onto_a_read_only_mount_fails_in_one_line(read_only, capsys):
     code = main(["preview", "--stack", "chainer-mnist", "--project", str(REPO), "--out", str(out)])
     assert code == 1
     assert capsys.readouterr().err == f"error: --out {out}: Read-only file system\n"
+
+
+def test_render_to_standard_output_is_one_yaml_stream_of_the_same_objects(tmp_path, capsys):
+    job = str(REPO / "jobs" / "chainermn-mnist.yaml")
+    assert main(["render", job, "--out", str(tmp_path / "files")]) == 0
+    written = [yaml.safe_load(Path(line).read_text()) for line in capsys.readouterr().out.split()]
+    assert main(["render", job, "--out", "-"]) == 0
+    streamed = capsys.readouterr().out
+    assert list(yaml.safe_load_all(streamed)) == written
+    assert not (Path.cwd() / "-").exists()

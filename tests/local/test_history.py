@@ -126,8 +126,8 @@ def test_logs_of_an_unknown_run_or_pod_is_one_line_and_exit_2(tmp_path, capsys):
     fake_run(tmp_path / "runs" / "demo-1", {"demo-master": []}, running=False)
     assert main(["logs", "nothing", "--dir", str(tmp_path / "runs")]) == 2
     assert capsys.readouterr().err == (
-        f"error: nothing: no run directory or job of that name in {tmp_path}/runs; "
-        "`trainjobs runs` lists the runs\n"
+        f"error: nothing: no run directory or job of that name in {tmp_path}/runs or among "
+        "your runs elsewhere; `trainjobs runs` lists the runs\n"
     )
     assert main(["logs", "demo", "demo-ps-0", "--dir", str(tmp_path / "runs")]) == 2
     assert capsys.readouterr().err == (
@@ -208,7 +208,11 @@ def test_logs_follows_a_running_job_and_runs_lists_the_sessions_runs(tmp_path):
     listed = subprocess.run(
         cli("runs", "--dir", str(runs)), cwd=REPO, capture_output=True, text=True, check=True
     ).stdout.splitlines()
-    pattern = r"{job} +ChainerJob +Succeeded +\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d +[\d.]+s +{dir}"
+    # A duration reads "12.5s" under a minute, "1m17s" over one (a loaded machine).
+    pattern = (
+        r"{job} +ChainerJob +Succeeded +\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d +(?:[\d.]+s|\d+m\d\ds) "
+        r"+{dir}"
+    )
     assert listed[0].split() == [
         "JOB",
         "KIND",
@@ -332,3 +336,50 @@ def test_runs_shows_recorded_fields_escaped(tmp_path, capsys):
         "1.0s",
         str(run_dir),
     ]
+
+
+def test_runs_lists_a_run_made_anywhere_and_logs_finds_it_by_its_job(tmp_path, monkeypatch, capsys):
+    from tests.local.test_crash_safety import quick_job
+
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    monkeypatch.setenv("TRAINJOBS_STATE_DIR", str(state))
+    job = quick_job(tmp_path / "quick.yaml", command=("echo", "hello from anywhere"))
+    elsewhere = tmp_path / "somewhere" / "mine"
+    assert main(["run", str(job), "--run-dir", str(elsewhere), "--network", "loopback"]) == 0
+    monkeypatch.chdir(tmp_path)  # no out/runs here: only the index knows the run
+    capsys.readouterr()
+
+    assert main(["runs", "--json"]) == 0
+    [listed] = json.loads(capsys.readouterr().out)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", listed.pop("started"))
+    assert isinstance(listed.pop("durationSeconds"), float)
+    assert listed == {
+        "job": "quick",
+        "kind": "ChainerJob",
+        "outcome": "Succeeded",
+        "runDir": str(elsewhere),
+    }
+    assert main(["runs"]) == 0
+    [_header, row] = capsys.readouterr().out.splitlines()
+    assert row.split()[:3] == ["quick", "ChainerJob", "Succeeded"]
+    assert row.endswith(str(elsewhere))
+    assert main(["logs", "quick"]) == 0
+    assert capsys.readouterr().out == "[quick-master] hello from anywhere\n"
+    assert main(["runs", "--dir", str(tmp_path / "out" / "runs")]) == 0
+    assert capsys.readouterr().out == f"no runs in {tmp_path / 'out' / 'runs'}\n"
+
+
+def test_the_run_index_is_not_read_when_another_user_may_write_it(tmp_path, monkeypatch):
+    from trainjobs.local.run_index import index_directory, indexed_run_directories, remember
+
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    monkeypatch.setenv("TRAINJOBS_STATE_DIR", str(state))
+    fake_run(tmp_path / "run", {}, running=False)
+    remember(tmp_path / "run", "abc123")
+    assert indexed_run_directories() == [tmp_path / "run"]
+    directory = index_directory()
+    assert directory is not None
+    directory.chmod(0o777)
+    assert indexed_run_directories() == []
