@@ -10,6 +10,7 @@ AWS_STAMP := $(VENV)/.installed-aws
 IMAGES_STAMP := $(VENV)/.installed-images
 PYTORCH_STAMP := $(VENV)/.installed-pytorch
 TEST_STAMP := $(VENV)/.installed-test
+DOCS_STAMP := $(VENV)/.installed-docs
 # The TensorFlow image's Python for local runs: TensorFlow needs NumPy 2, Chainer NumPy 1.
 TF_VENV := .venv-tensorflow
 TF_STAMP := $(TF_VENV)/.installed
@@ -37,7 +38,8 @@ ENGINE_SETTINGS ?= --host-config --no-registry
 HAVE_ENGINE = [ "$$(id -u)" = 0 ] && { command -v podman >/dev/null || docker version >/dev/null 2>&1; }
 
 .PHONY: setup setup-aws setup-images setup-pytorch setup-tf setup-test setup-infra setup-all \
-	system-deps engine-deps engine container-images test lint run run-pytorch run-tf preview \
+	setup-docs system-deps engine-deps engine container-images test lint run run-pytorch run-tf \
+	preview docs dist \
 	crds images bench clean
 
 # The core: what `make run` (the ChainerMN example), validate, render and preview need.
@@ -48,9 +50,10 @@ setup-aws: $(AWS_STAMP)          # GPU node pools, CUDA image repositories, `tra
 setup-images: $(IMAGES_STAMP)    # CUDA image builds (pulumi-docker-build)
 setup-pytorch: $(PYTORCH_STAMP)  # local PyTorch runs (CPU torch)
 setup-tf: $(TF_STAMP)            # local TensorFlow runs (their own virtualenv)
-setup-test: $(TEST_STAMP)        # test and lint tools
+setup-test: $(TEST_STAMP)        # test, lint and release-check tools
+setup-docs: $(DOCS_STAMP)        # the docs site (MkDocs with Material)
 setup-infra: setup-aws setup-images  # the infra/ project (`pulumi -C infra up`)
-setup-all: setup setup-aws setup-images setup-pytorch setup-tf setup-test
+setup-all: setup setup-aws setup-images setup-pytorch setup-tf setup-test setup-docs
 
 # Debian packages for local runs and the MPI plumbing tests (Open MPI, its headers for
 # building mpi4py, iproute2 and util-linux for pod network namespaces, OpenSSH for the ssh
@@ -121,6 +124,11 @@ $(TF_STAMP): requirements-tensorflow.txt
 	@$(TF_VENV)/bin/pip install $(PIP_FLAGS) --no-deps -r requirements-tensorflow.txt
 	@touch $@
 
+$(DOCS_STAMP): requirements-docs.txt | $(STAMP)
+	@echo "[setup] docs extra 1/1: installing MkDocs and Material for MkDocs (~30 MB)"
+	@$(PIP_EXTRA) -r requirements-docs.txt
+	@touch $@
+
 # moto (a test tool) needs boto3, so the test tools come after the aws extra.
 $(TEST_STAMP): requirements-test.txt $(AWS_STAMP) | $(STAMP)
 	@echo "[setup] test extra 1/1: installing pytest, pytest-xdist, hypothesis, ruff, mypy, moto (~100 MB)"
@@ -130,10 +138,21 @@ $(TEST_STAMP): requirements-test.txt $(AWS_STAMP) | $(STAMP)
 # Every test, on every core: pytest-xdist spreads the pure tests over the cores, while the tests
 # that start pods, network namespaces, containers or MPI ranks form one group (tests/conftest.py)
 # that a single worker runs one after another. One pytest run, one summary line.
-test: setup-all container-images
+test: setup-all container-images docs dist
 	$(BIN)/ruff check .
 	$(BIN)/python -m mypy  # the package and examples/sweep ([tool.mypy] files)
 	$(BIN)/pytest -q -n auto --dist loadgroup
+
+# The docs site; --strict fails on a broken link, a missing page or an unknown anchor.
+docs: setup-docs
+	@NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	@echo "docs: out/site/index.html"
+
+# The release artefacts, built as a user's pip would and checked as PyPI checks them.
+dist: setup-test
+	@rm -rf out/dist
+	@$(BIN)/python -m build --sdist --wheel --outdir out/dist . >/dev/null
+	@$(BIN)/twine check --strict out/dist/*
 
 lint: setup-test
 	$(BIN)/ruff check .

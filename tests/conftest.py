@@ -51,6 +51,7 @@ SERIAL = (
     "tests/engines/test_engines.py",
     "tests/images/test_build.py",
     "tests/kinds/chainer/test_mpi_plumbing.py",
+    "tests/test_docs.py::test_every_getting_started_command_runs_as_written",
     "tests/test_hostile_input.py::test_every_command_answers_hostile_arguments_in_one_line",
 )
 """Tests that start pods (network namespaces, processes as root), containers or MPI ranks.
