@@ -21,7 +21,7 @@ from trainjobs.local.ledger import STATE_ENV
 
 REPO = Path(__file__).resolve().parent.parent
 MINIMUM_KUBERNETES = "1.30"
-"""The oldest Kubernetes trainjobs supports (README, "On a real cluster")."""
+"""The oldest Kubernetes trainjobs supports (docs/cluster.md, "On a real cluster")."""
 # Kubernetes versions every manifest must validate against: the oldest we support and the
 # newest the installed schemas know.
 KUBERNETES_VERSIONS = (f"{MINIMUM_KUBERNETES}.0", kubernetes_validate.utils.latest_version())

@@ -688,9 +688,9 @@ def test_the_yaml_examples_resources_construct_the_objects_of_the_python_api(tmp
     assert registered(through_provider) == registered(expected)
 
 
-def test_the_readmes_library_example_registers_two_tfjobs_and_one_watcher(tmp_path):
-    readme = (REPO / "README.md").read_text()
-    example = readme.split("\n## Library\n", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+def test_the_library_pages_example_registers_two_tfjobs_and_one_watcher(tmp_path):
+    page = (REPO / "docs" / "library.md").read_text()
+    example = page.split("```python\n", 1)[1].split("```", 1)[0]
     result = run_preview("test", program_project(tmp_path, example))
     urns = {r.urn for r in result.resources}
     assert [(r.type, r.name) for r in result.resources if r.parent not in urns] == [

@@ -1,5 +1,5 @@
 """`--help` answers: every command has a description and its exit codes, every argument a help
-text that names its default, and the README's command table is the commands' own summary."""
+text that names its default, and the command-line page's table is the commands' own summary."""
 
 from __future__ import annotations
 
@@ -83,13 +83,11 @@ def test_every_argument_has_a_help_text_that_names_its_default(name):
 
 
 def readme_table() -> dict[str, str]:
-    """The rows of the README's command table: `trainjobs NAME` and what it does."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## The command line") :]
-    section = section[: section.index("\n## ")]
+    """The rows of the command-line page's table: `trainjobs NAME` and what it does."""
+    section = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| `trainjobs ([a-z ]+)` \| (.+) \|$", section, re.M)
     return dict(rows)
 
 
-def test_the_readmes_command_table_is_the_commands_summaries():
+def test_the_command_line_pages_table_is_the_commands_summaries():
     assert readme_table() == {name: summary for name, (summary, _) in COMMANDS.items()}

@@ -35,9 +35,9 @@ def test_schema_check_covers_oldest_and_newest_versions():
     assert KUBERNETES_VERSIONS == ("1.30.0", "1.37.0")
 
 
-def test_the_readme_states_the_minimum_kubernetes_version():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert f"Kubernetes {MINIMUM_KUBERNETES} or later" in readme
+def test_the_docs_state_the_minimum_kubernetes_version():
+    page = (REPO / "docs" / "cluster.md").read_text(encoding="utf-8")
+    assert f"Kubernetes {MINIMUM_KUBERNETES} or later" in page
 
 
 def test_no_job_depends_on_a_field_that_is_off_at_the_minimum_version():

@@ -1,4 +1,4 @@
-"""The pull-request review as documented: the README's diff command and the CI workflow's diff job,
+"""The pull-request review as documented: the review page's diff command and the CI workflow's diff job,
 run as written against a git copy of this project with a change on top of its base branch."""
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ CHANGED_STACKS = {"chainermn-mnist"}  # the stacks that run it
 
 
 def readme_diff_command() -> str:
-    """The README's `diff` example that writes a report and keeps the previews, as one line."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    """The review page's `diff` example that writes a report and keeps the previews, as one
+    line."""
+    readme = (REPO / "docs" / "review.md").read_text(encoding="utf-8")
     match = re.search(
         r"^(\.venv/bin/trainjobs diff [^\n]*\\\n[^\n]*--previews[^\n]*)$", readme, re.M
     )
-    assert match is not None, "README: no diff example with --previews"
+    assert match is not None, "docs/review.md: no diff example with --previews"
     return " ".join(match.group(1).replace("\\\n", " ").split("#")[0].split())
 
 
