@@ -2,12 +2,15 @@
 
 Each extra matches a ``requirements-<extra>.txt``, a ``make setup-<extra>`` target and a
 ``pip install 'trainjobs[<extra>]'`` extra. A feature that needs a missing one stops with a
-single line saying how to install it, never an ImportError traceback.
+single line saying how to install it, never an ImportError traceback: the make target when
+trainjobs runs from its source checkout (the Makefile beside the package), the pip extra when
+it was installed from a wheel, where there is no Makefile to run.
 """
 
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from types import ModuleType
 
 from trainjobs.core.errors import UserError
@@ -35,6 +38,21 @@ def import_extra(module: str, feature: str) -> ModuleType:
             raise  # the extra is there but broken: not a missing install
         distribution, extra = EXTRAS[top]
         raise MissingExtra(
-            f"{feature} needs {distribution}, which is not installed: run `make setup-{extra}` "
-            f"(or `pip install 'trainjobs[{extra}]'`)"
+            f"{feature} needs {distribution}, which is not installed: {install_hint(extra)}"
         ) from None
+
+
+def source_checkout() -> Path | None:
+    """The checkout trainjobs runs from (its Makefile and pins beside the package, which is
+    ``components/`` there), or None when it was installed from a wheel or an sdist."""
+    root = Path(__file__).resolve().parents[2]
+    if (root / "Makefile").is_file() and (root / "requirements.txt").is_file():
+        return root
+    return None
+
+
+def install_hint(extra: str) -> str:
+    """How to install ``extra`` where trainjobs runs from."""
+    if source_checkout() is not None:
+        return f"run `make setup-{extra}`"
+    return f"run `pip install 'trainjobs[{extra}]'`"

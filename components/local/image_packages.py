@@ -15,6 +15,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from trainjobs.core.errors import UserError
+from trainjobs.core.extras import source_checkout
 from trainjobs.images import catalogue
 from trainjobs.images.declarations import Image
 from trainjobs.local.cluster import ClusterPlan, PodPlan
@@ -39,9 +40,19 @@ def check_images(plan: ClusterPlan, aliases: dict[str, str]) -> None:
                     have = f"has {version}" if version else "does not have it"
                     raise UserError(
                         f"image {image.reference} needs {requirement} in the Python that runs "
-                        f"its containers locally ({image.local_bin}), which {have}: run "
-                        f"`{image.local_setup}`"
+                        f"its containers locally ({image.local_bin}), which {have}: "
+                        f"{_setup_hint(image)}"
                     )
+
+
+def _setup_hint(image: Image) -> str:
+    """The checkout's make target, or (installed from a wheel) the packages to install."""
+    if source_checkout() is not None:
+        return f"run `{image.local_setup}`"
+    return (
+        f"install its pins ({' '.join(image.python_packages)}) into that Python, or run the job "
+        "with `--runtime container`"
+    )
 
 
 def pin_matches(pinned: str, installed: str) -> bool:
