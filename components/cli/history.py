@@ -45,21 +45,23 @@ def _runs(args: argparse.Namespace) -> int:
         where = "" if args.dir is None else f" in {escape(str(args.dir))}"
         print(f"no runs{where}")
         return 0
-    rows = [("JOB", "KIND", "OUTCOME", "STARTED (UTC)", "DURATION", "RUN DIR")]
-    rows += [
-        (
-            run.job,
-            run.kind,
-            run.outcome,
-            _started(run.started),
-            _duration(run.duration_seconds),
-            str(run.run_dir),
-        )
-        for run in runs
-    ]
     # A table built here from what run directories say: no field may drive the terminal or
     # break the table's lines, wherever it is printed.
-    rows = [tuple(escape(cell) for cell in row) for row in rows]
+    rows = [["JOB", "KIND", "OUTCOME", "STARTED (UTC)", "DURATION", "RUN DIR"]]
+    rows += [
+        [
+            escape(cell)
+            for cell in (
+                run.job,
+                run.kind,
+                run.outcome,
+                _started(run.started),
+                _duration(run.duration_seconds),
+                str(run.run_dir),
+            )
+        ]
+        for run in runs
+    ]
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     for row in rows:
         cells = [cell.ljust(width) for cell, width in zip(row[:5], widths, strict=True)]
