@@ -31,11 +31,23 @@ COMMANDS = {
     "preflight": "preflight",
     "dockerfiles": "images",
     "images": "images",
+    "completion": "completion",
 }
 """Each subcommand -> the group that registers it. A command imports its group's module
 alone (`trainjobs run` never loads Pulumi, the image catalogue's renderer or the cluster
 client); help and mistakes in the command's name load every group, to list them all."""
-GROUPS = ("jobs", "preview", "crds", "diff", "watch", "run", "history", "preflight", "images")
+GROUPS = (
+    "jobs",
+    "preview",
+    "crds",
+    "diff",
+    "watch",
+    "run",
+    "history",
+    "preflight",
+    "images",
+    "completion",
+)
 """The order in which `trainjobs --help` lists the groups' commands."""
 
 
@@ -65,6 +77,10 @@ def _register(group: str) -> Register:
         from trainjobs.cli import preflight
 
         return preflight.register
+    if group == "completion":
+        from trainjobs.cli import completion
+
+        return completion.register
     from trainjobs.cli import images
 
     return images.register

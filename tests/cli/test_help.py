@@ -37,6 +37,7 @@ def has_default(action: argparse.Action) -> bool:
 def test_the_commands_are_the_documented_ones():
     assert sorted(COMMANDS) == [
         "clean",
+        "completion",
         "crds",
         "diff",
         "dockerfiles",
