@@ -38,6 +38,14 @@ if TYPE_CHECKING:
     from trainjobs.images.cuda_image import CudaImage
     from trainjobs.kinds.chainer.spec import ChainerJobSpec, MasterSpec, MpiConfig, WorkerSpec
     from trainjobs.kinds.pytorch.spec import ElasticPolicy
+    from trainjobs.local.api import (
+        LocalRun,
+        list_local_runs,
+        local_run_logs,
+        run_locally,
+        start_local_run,
+    )
+    from trainjobs.local.history import RunRecord
 
 _EXPORTS = {
     "ChainerJob": "trainjobs.deploy.jobs",
@@ -67,6 +75,12 @@ _EXPORTS = {
     "GpuNodePool": "trainjobs.cloud.gpu_pool",
     "GpuNodePoolConfig": "trainjobs.cloud.node_pool",
     "CudaImage": "trainjobs.images.cuda_image",
+    "LocalRun": "trainjobs.local.api",
+    "start_local_run": "trainjobs.local.api",
+    "run_locally": "trainjobs.local.api",
+    "list_local_runs": "trainjobs.local.api",
+    "local_run_logs": "trainjobs.local.api",
+    "RunRecord": "trainjobs.local.history",
 }
 """Public name -> the module that defines it."""
 
@@ -81,6 +95,7 @@ __all__ = [
     "InfraStack",
     "JobCompletion",
     "KubeflowJob",
+    "LocalRun",
     "MPIJob",
     "MPIJobSpec",
     "MasterSpec",
@@ -89,6 +104,7 @@ __all__ = [
     "PyTorchJobSpec",
     "ReplicaSpec",
     "RunPolicy",
+    "RunRecord",
     "SchedulingPolicy",
     "SchedulingProfile",
     "TFJob",
@@ -98,6 +114,10 @@ __all__ = [
     "TrainingJob",
     "WatchSettings",
     "WorkerSpec",
+    "list_local_runs",
+    "local_run_logs",
+    "run_locally",
+    "start_local_run",
 ]
 
 

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from trainjobs.local.history import RunRecord
 
-RUNS_DIRECTORY = Path("out/runs")
 RUNS_HELP = (
     "a directory of run directories, the only place looked (default: out/runs and every run "
     "of yours elsewhere)"
@@ -35,9 +34,9 @@ def _started(value: datetime | None) -> str:
 
 def _runs(args: argparse.Namespace) -> int:
     from trainjobs.core.terminal import escape
-    from trainjobs.local.history import all_runs, list_runs
+    from trainjobs.local.api import list_local_runs
 
-    runs = all_runs(RUNS_DIRECTORY) if args.dir is None else list_runs(args.dir)
+    runs = list_local_runs(args.dir)
     if args.json:
         print(json.dumps([_as_json(run) for run in runs], indent=2))
         return 0
@@ -83,7 +82,7 @@ def _as_json(run: RunRecord) -> dict[str, object]:
 
 def _logs(args: argparse.Namespace) -> int:
     from trainjobs.core.terminal import escape
-    from trainjobs.local.history import find_run, read_logs
+    from trainjobs.local.history import RUNS_DIRECTORY, find_run, read_logs
 
     run_dir = find_run(args.run, args.dir or RUNS_DIRECTORY)
     # On a terminal, a pod's escape sequences would drive it, as `trainjobs run` shows them;

@@ -35,6 +35,11 @@ POD_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 """A pod's name (a DNS-1123 subdomain, as the API server requires): never a path."""
 
 
+def default_run_dir(job: str) -> Path:
+    """Where a run of ``job`` goes unless told: ``out/runs/<job>-<timestamp>``."""
+    return RUNS_DIRECTORY / f"{job}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+
+
 def record_start(
     run_dir: Path, job: JobDefinition, run_id: str, command: tuple[str, ...]
 ) -> dict[str, Any]:

@@ -59,7 +59,6 @@ import traceback
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +74,7 @@ from trainjobs.local.cluster import (
     PodPlan,
 )
 from trainjobs.local.files import inside, new_run_directory, private_directory, write_private
-from trainjobs.local.history import record_end, record_start
+from trainjobs.local.history import default_run_dir, record_end, record_start
 from trainjobs.local.image_packages import check_images
 from trainjobs.local.job_run import JobRun
 from trainjobs.local.kubectl import CALLS_LOG, POD_ENV, REGISTRY_ENV
@@ -162,10 +161,6 @@ def clean_up_after_killed_runs(report: Callable[[str], None]) -> bool:
     return complete
 
 
-def _default_run_dir(job: str) -> Path:
-    return Path("out") / "runs" / f"{job}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-
-
 class Run:
     """One execution of a job: its directory, network, pods, registry and outcome."""
 
@@ -181,7 +176,7 @@ class Run:
         ssh_secrets = local_ssh.ssh_secrets(plan.secrets)
         if ssh_secrets:
             self.check_ssh_transport(mode)
-        self.run_dir = new_run_directory(options.run_dir, _default_run_dir(job.name))
+        self.run_dir = new_run_directory(options.run_dir, default_run_dir(job.name))
         self.registry = self.run_dir / "pods.json"
         self.netns_inodes: dict[str, int] = {}
         try:
