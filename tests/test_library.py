@@ -30,6 +30,7 @@ PUBLIC = {
     "InfraStack",
     "JobCompletion",
     "KubeflowJob",
+    "LocalRun",
     "MPIJob",
     "MPIJobSpec",
     "MasterSpec",
@@ -38,6 +39,7 @@ PUBLIC = {
     "PyTorchJobSpec",
     "ReplicaSpec",
     "RunPolicy",
+    "RunRecord",
     "SchedulingPolicy",
     "SchedulingProfile",
     "TFJob",
@@ -47,6 +49,10 @@ PUBLIC = {
     "TrainingJob",
     "WatchSettings",
     "WorkerSpec",
+    "list_local_runs",
+    "local_run_logs",
+    "run_locally",
+    "start_local_run",
 }
 
 
