@@ -25,6 +25,7 @@ from trainjobs.core import bounds, documents
 from trainjobs.core.errors import Problem
 from trainjobs.core.job_document import validate_section
 from trainjobs.core.models import ObjectMeta
+from trainjobs.core.pod_rules import check_annotation_keys, check_labels
 from trainjobs.core.spec_model import SpecModel, known_fields, unknown_fields
 
 KIND = "TrainJob"
@@ -233,6 +234,9 @@ def _name_problems(name: str) -> list[Problem]:
 
 def _spec_problems(spec: TrainJobSpec) -> list[Problem]:
     found: list[Problem] = []
+    # The JobSet's labels and annotations (v2.0-v2.1), checked as its metadata's would be.
+    check_labels(dict(spec.labels), "spec.labels", found)
+    check_annotation_keys(dict(spec.annotations), "spec.annotations", found)
     if spec.managed_by is not None and spec.managed_by not in MANAGERS:
         found.append(
             Problem(
@@ -281,6 +285,22 @@ def _spec_problems(spec: TrainJobSpec) -> list[Problem]:
                 )
             )
         proc = trainer.num_proc_per_node
+        # Trainer's CEL rule on the field (kubeflow/trainer 8f6c5f067, "reject zero and
+        # negative numNodes and numProcPerNode", after v2.3.0) and its int32 type.
+        if isinstance(proc, int) and proc < 1:
+            found.append(
+                Problem(
+                    "spec.trainer.numProcPerNode",
+                    "numProcPerNode must be greater than or equal to 1",
+                )
+            )
+        elif isinstance(proc, int) and proc > bounds.INT32_MAX:
+            found.append(
+                Problem(
+                    "spec.trainer.numProcPerNode",
+                    f"must be at most {bounds.INT32_MAX} (got {proc}): it is an int32 field",
+                )
+            )
         if isinstance(proc, str) and proc not in PROC_NAMES:
             found.append(
                 Problem(
