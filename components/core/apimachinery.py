@@ -16,6 +16,7 @@ LABEL_VALUE_MAX = 63
 LABEL_KEY_NAME_MAX = 63
 
 _DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1035_LABEL = "[a-z]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN = _DNS1123_LABEL + r"(\." + _DNS1123_LABEL + ")*"
 _LABEL_KEY = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _LABEL_VALUE = "(" + _LABEL_KEY + ")?"
@@ -30,7 +31,7 @@ def _regex_error(message: str, pattern: str, *examples: str) -> str:
     return f"{message} (e.g. {shown}regex used for validation is '{pattern}')"
 
 
-def _max_length(length: int) -> str:
+def max_length(length: int) -> str:
     return f"must be no more than {length} characters"
 
 
@@ -42,7 +43,7 @@ def _matches(pattern: str, value: str) -> bool:
 def dns1123_label(value: str) -> list[str]:
     errors = []
     if len(value) > DNS1123_LABEL_MAX:
-        errors.append(_max_length(DNS1123_LABEL_MAX))
+        errors.append(max_length(DNS1123_LABEL_MAX))
     if not _matches(_DNS1123_LABEL, value):
         if _matches(_DNS1123_SUBDOMAIN, value):
             errors.append("must not contain dots")
@@ -59,10 +60,27 @@ def dns1123_label(value: str) -> list[str]:
     return errors
 
 
+def dns1035_label(value: str) -> list[str]:
+    errors = []
+    if len(value) > DNS1123_LABEL_MAX:
+        errors.append(max_length(DNS1123_LABEL_MAX))
+    if not _matches(_DNS1035_LABEL, value):
+        errors.append(
+            _regex_error(
+                "a lowercase RFC 1035 label must consist of lower case alphanumeric characters or "
+                "'-', start with an alphabetic character, and end with an alphanumeric character",
+                _DNS1035_LABEL,
+                "my-name",
+                "abc-123",
+            )
+        )
+    return errors
+
+
 def dns1123_subdomain(value: str) -> list[str]:
     errors = []
     if len(value) > DNS1123_SUBDOMAIN_MAX:
-        errors.append(_max_length(DNS1123_SUBDOMAIN_MAX))
+        errors.append(max_length(DNS1123_SUBDOMAIN_MAX))
     if not _matches(_DNS1123_SUBDOMAIN, value):
         errors.append(
             _regex_error(
@@ -100,7 +118,7 @@ def qualified_name(value: str) -> list[str]:
     if not name:
         errors.append("name part must be non-empty")
     elif len(name) > LABEL_KEY_NAME_MAX:
-        errors.append(f"name part {_max_length(LABEL_KEY_NAME_MAX)}")
+        errors.append(f"name part {max_length(LABEL_KEY_NAME_MAX)}")
     if not _matches(_LABEL_KEY, name):
         errors.append("name part " + _regex_error(rule, _LABEL_KEY, "MyName", "my.name", "123-abc"))
     return errors
@@ -109,7 +127,7 @@ def qualified_name(value: str) -> list[str]:
 def label_value(value: str) -> list[str]:
     errors = []
     if len(value) > LABEL_VALUE_MAX:
-        errors.append(_max_length(LABEL_VALUE_MAX))
+        errors.append(max_length(LABEL_VALUE_MAX))
     if not _matches(_LABEL_VALUE, value):
         errors.append(
             _regex_error(
@@ -141,7 +159,7 @@ def env_var_name(value: str) -> list[str]:
 def config_map_key(value: str) -> list[str]:
     errors = []
     if len(value) > DNS1123_SUBDOMAIN_MAX:
-        errors.append(_max_length(DNS1123_SUBDOMAIN_MAX))
+        errors.append(max_length(DNS1123_SUBDOMAIN_MAX))
     if not _matches(_CONFIG_MAP_KEY, value):
         errors.append(
             _regex_error(
@@ -173,7 +191,7 @@ def port_name(value: str) -> list[str]:
     """``IsValidPortName``: an IANA service name."""
     errors = []
     if len(value) > 15:
-        errors.append(_max_length(15))
+        errors.append(max_length(15))
     if not _matches("[-a-z0-9]+", value):
         errors.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
     if not re.search("[a-z]", value):

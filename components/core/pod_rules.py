@@ -26,6 +26,9 @@ Check = Callable[[str], list[str]]
 FILE_MODE_ERROR = "must be a number between 0 and 0777 (octal), both inclusive"
 NEGATIVE_ERROR = "must be greater than or equal to 0"
 NOT_INTEGER_ERROR = "must be an integer"
+ID_MAX = 2**31 - 1
+"""apimachinery ``IsValidUserID``/``IsValidGroupID``: ids from 0 to math.MaxInt32."""
+ID_ERROR = f"must be between 0 and {ID_MAX}, inclusive"
 # validEnvDownwardAPIFieldPathExpressions; labels and annotations only with a subscript.
 ENV_FIELD_PATHS = (
     "metadata.name",
@@ -133,6 +136,7 @@ def check_template_rules(template: Any, path: str, problems: list[Problem]) -> N
     for group in ("initContainers", "containers"):
         for index, container in _items(spec.get(group)):
             _check_container(check, container, f"{where}.{group}[{index}]", volumes, names)
+    _check_ids(check, _mapping(spec.get("securityContext")), f"{where}.securityContext")
     restart = spec.get("restartPolicy")
     if isinstance(restart, str) and restart not in RESTART_POLICIES:
         supported = ", ".join(json.dumps(p) for p in RESTART_POLICIES)
@@ -296,6 +300,21 @@ def _check_container(
             check.invalid(f"{path}.envFrom", "", detail)
     _check_mounts(check, container.get("volumeMounts"), f"{path}.volumeMounts", volumes)
     _check_resources(check, _mapping(container.get("resources")), f"{path}.resources")
+    _check_ids(check, _mapping(container.get("securityContext")), f"{path}.securityContext")
+
+
+def _check_ids(check: _Checker, context: dict[str, Any], path: str) -> None:
+    """User and group ids of a pod's or a container's securityContext: ``IsValidUserID`` and
+    ``IsValidGroupID`` (``validatePodSpecSecurityContext``, ``ValidateSecurityContext``); the
+    schema's int64 alone would let -5 or 2**40 through."""
+    for key in ("runAsUser", "runAsGroup", "fsGroup"):
+        value = context.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= ID_MAX:
+            check.invalid(f"{path}.{key}", value, ID_ERROR)
+    groups = context.get("supplementalGroups")
+    for index, value in enumerate(groups if isinstance(groups, list) else []):
+        if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= ID_MAX:
+            check.invalid(f"{path}.supplementalGroups[{index}]", value, ID_ERROR)
 
 
 def _check_ports(check: _Checker, ports: Any, path: str) -> None:

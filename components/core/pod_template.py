@@ -77,6 +77,18 @@ def check_pod_template(
     return template, main
 
 
+def check_final_template(
+    template: PodTemplate, path: str, problems: list[Problem], warnings: list[Problem]
+) -> None:
+    """Check a pod template as it will be created, in place: its schema (unknown fields are
+    removed, a warning each) and the API server's rules, each problem once."""
+    types: list[Problem] = []
+    rules: list[Problem] = []
+    check_template_types(template, path, types, warnings)
+    check_template_rules(template, path, rules)
+    problems.extend(_each_place_once(types, rules))
+
+
 def _check_containers(
     template: PodTemplate, path: str, problems: list[Problem], default_container: str
 ) -> str | None:

@@ -52,6 +52,32 @@ class SpecModel(BaseModel):
         return renamed
 
 
+def known_fields(model: BaseModel) -> dict[str, Any]:
+    """``model`` on the wire (camelCase, defaults left out) without the fields it does not
+    know, at any depth: what an API server serving it with a structural schema keeps, since it
+    prunes unknown fields (k8s.io/apiextensions-apiserver ``pkg/apiserver/schema/pruning``)."""
+    dumped = model.model_dump(by_alias=True, exclude_defaults=True)
+    _prune(model, dumped)
+    return dumped
+
+
+def _prune(value: Any, dumped: Any) -> None:
+    if isinstance(value, BaseModel) and isinstance(dumped, dict):
+        for key in value.model_extra or {}:
+            dumped.pop(key, None)
+        for name in type(value).model_fields:
+            wire = _wire_name(type(value), name)
+            if wire in dumped:
+                _prune(getattr(value, name), dumped[wire])
+    elif isinstance(value, list | tuple) and isinstance(dumped, list):
+        for item, out in zip(value, dumped, strict=False):
+            _prune(item, out)
+    elif isinstance(value, dict) and isinstance(dumped, dict):
+        for key, item in value.items():
+            if key in dumped:
+                _prune(item, dumped[key])
+
+
 def _wire_name(model: type[BaseModel], name: str) -> str:
     field = model.model_fields[name]
     return field.alias or name

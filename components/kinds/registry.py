@@ -7,7 +7,7 @@ means adding one entry to :data:`KINDS`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +15,7 @@ from trainjobs.core.documents import RUNTIME_KINDS, load_file
 from trainjobs.core.errors import Problem, SpecError
 from trainjobs.core.graph import Graph, GraphOptions
 from trainjobs.core.jobset import QUEUE_LABEL, is_queued
+from trainjobs.core.rendered_pods import check_graph
 
 if TYPE_CHECKING:
     from trainjobs.core.replica_spec import ReplicaJobPlan, RunSettings
@@ -285,7 +286,11 @@ def parse_job(
         raise SpecError(
             source, [Problem("kind", f"must be one of {', '.join(KINDS)} (got {kind!r})")]
         )
-    return parser(document, source, namespace, options or GraphOptions())
+    job = parser(document, source, namespace, options or GraphOptions())
+    # Every kind's final pod templates, whatever was added to them after the spec's checks.
+    warnings = list(job.warnings)
+    check_graph(job.graph, source, warnings)
+    return replace(job, warnings=tuple(warnings)) if len(warnings) > len(job.warnings) else job
 
 
 def _single_item(document: dict[str, Any], source: str) -> dict[str, Any]:

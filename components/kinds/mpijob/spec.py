@@ -19,8 +19,11 @@ The user's commands are never rewritten; a worker without a command is an exec o
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic import StrictInt
 
 from trainjobs.core.bounds import INT32_MAX, replicas_problem, total_pods_problem
 from trainjobs.core.errors import Problem, SpecError
@@ -55,7 +58,7 @@ class MPIJobSpecV1Alpha2(SpecModel):
     """``kubeflow.org/v1alpha2`` (mpi-operator 0.2): fields in any case, as Go read them."""
 
     case_insensitive = True
-    slots_per_worker: int | None = None
+    slots_per_worker: StrictInt | None = None
     """MPI slots per worker. Default: 1."""
     backoff_limit: int | None = None
     """Retries of the launcher Job. Default: 6."""
@@ -76,7 +79,7 @@ class MPIJobSpecV1Alpha2(SpecModel):
 class MPIJobSpecV1(SpecModel):
     """``kubeflow.org/v1`` (training-operator 1.x)."""
 
-    slots_per_worker: int | None = None
+    slots_per_worker: StrictInt | None = None
     """MPI slots per worker. Default: 1."""
     clean_pod_policy: str | None = None
     """Before runPolicy: None, Running or All. Default: None."""
@@ -92,7 +95,7 @@ class MPIJobSpecV1(SpecModel):
 class MPIJobSpecV2Beta1(SpecModel):
     """``kubeflow.org/v2beta1`` (mpi-operator 0.4+)."""
 
-    slots_per_worker: int | None = None
+    slots_per_worker: StrictInt | None = None
     """MPI slots per worker. Default: 1."""
     run_policy: RunPolicy | None = None
     """Run-wide policies: cleanPodPolicy (default None), TTL, backoffLimit,
@@ -238,6 +241,18 @@ def _plan(
     if version == "v2beta1":
         as_worker = bool(spec.run_launcher_as_worker)
         ssh_mount = spec.ssh_auth_mount_path or "/root/.ssh"
+        if ssh_mount == operator.CONFIG_MOUNT:
+            # mpi-operator mounts both in the launcher; ValidateVolumeMounts (kubernetes
+            # pkg/apis/core/validation) refuses two mounts at one path: "must be unique".
+            problems.append(
+                Problem(
+                    "spec.sshAuthMountPath",
+                    f"Invalid value: {json.dumps(ssh_mount)}: mpi-operator mounts the job's "
+                    "hostfile ConfigMap there, and a container's mount paths must be unique (the "
+                    "API server refuses the launcher's pod); choose another directory, e.g. "
+                    "/root/.ssh (the default) or the user's ~/.ssh",
+                )
+            )
         policy = spec.launcher_creation_policy
         if policy is not None and policy not in LAUNCHER_CREATION_POLICIES:
             problems.append(

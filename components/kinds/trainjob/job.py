@@ -104,7 +104,6 @@ def parse(
     labels = common_labels(name, spec.KIND, "trainer", jobset.without_kueue_labels(read.labels))
     js_labels = {**labels, **jobset.kueue_labels(read.labels)}
     rendered = render(name, namespace, train, runtime, js_labels, problems)
-    _check_templates(rendered, problems, warnings)
     warnings += _initializer_warnings(train)
     warnings += _trainer_warnings(train, rendered)
     if train.managed_by == spec.MANAGERS[1]:
@@ -159,15 +158,6 @@ def _resources_problems(train: spec.TrainJobSpec) -> list[Problem]:
     ]
 
 
-def _check_templates(rendered: Rendered, problems: list[Problem], warnings: list[Problem]) -> None:
-    """Every rendered pod template, to the API server's schema and rules."""
-    for index, job in enumerate(rendered.jobset["spec"]["replicatedJobs"]):
-        path = f"JobSet.spec.replicatedJobs[{index}].template.spec.template"
-        template = job["template"]["spec"]["template"]
-        check_template_types(template, path, problems, warnings)
-        check_template_rules(template, path, problems)
-
-
 def _initializer_warnings(train: spec.TrainJobSpec) -> list[Problem]:
     if train.initializer is None:
         return []
@@ -176,8 +166,9 @@ def _initializer_warnings(train: spec.TrainJobSpec) -> list[Problem]:
             f"spec.initializer.{which}",
             f"a local run cannot download {which}s from a hub (storageUri "
             f"{getattr(train.initializer, which).storage_uri!r}): on a cluster Trainer's "
-            f"{which}-initializer does; locally, give the runtime's 'initializer' volume a "
-            "hostPath (or the trainer a local path) that already holds it",
+            f"{which}-initializer does; a local run mounts no host path either (Pod Security "
+            f"baseline), so give the trainer an image that already holds the {which} and read "
+            "it from there, or run on a cluster",
         )
         for which in ("dataset", "model")
         if getattr(train.initializer, which) is not None

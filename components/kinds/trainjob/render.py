@@ -26,11 +26,12 @@ OnFailure, the success policy), so that the manifests pass the schemas as they a
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from trainjobs.core import jobset, quantity
+from trainjobs.core import apimachinery, jobset, quantity
 from trainjobs.core.errors import Problem
 from trainjobs.core.gang import SCHEDULER_PLUGINS_GROUP_LABEL, VOLCANO_GROUP_ANNOTATION
 from trainjobs.core.graph import Manifest
@@ -148,31 +149,61 @@ def render(
     if js_annotations:
         manifest["metadata"]["annotations"] = js_annotations
     pods = sum(p.count * int(p.job.get("replicas", 1)) for p in pod_sets)
-    problems += _pod_name_problems(name, pod_sets)
+    problems += _generated_name_problems(name, pod_sets, runtime.key)
     beside = _beside(runtime, enforced, pod_sets, name, namespace, labels, pods)
     success = js_spec["successPolicy"]
     targets = tuple(success.get("targetReplicatedJobs") or [p.name for p in pod_sets])
     return Rendered(manifest, beside, pods, targets, success.get("operator") == "Any")
 
 
-def _pod_name_problems(name: str, pod_sets: list[PodSet]) -> list[Problem]:
-    """The JobSet webhook's limit on its longest pod name, the random suffix included
-    (jobset ``pkg/webhooks/jobset_webhook.go``, ``ValidateCreate``)."""
-    longest = max(
+def _generated_name_problems(name: str, pod_sets: list[PodSet], runtime: str) -> list[Problem]:
+    """The JobSet webhook's rules on the names its controller generates (jobset
+    ``pkg/webhooks/jobset_webhook.go``, ``ValidateCreate``): each replicated Job's longest Job
+    name, ``<jobset>-<replicatedJob>-<maxJobIndex>``, is an RFC 1035 label, and the longest pod
+    name, with the 5-character random suffix, is at most 63 characters. ``runtime``: the
+    runtime's key, which names the replicated Jobs' field path."""
+    found: list[Problem] = []
+    for index, pod_set in enumerate(pod_sets):
+        job_name = jobset.child_job_name(
+            name, pod_set.name, int(pod_set.job.get("replicas", 1)) - 1
+        )
+        rules = apimachinery.dns1035_label(job_name)
+        found += [
+            Problem(
+                f"{runtime}.spec.template.spec.replicatedJobs[{index}].name",
+                f"Invalid value: {json.dumps(job_name)}: {rule}: the JobSet controller names the "
+                "replicated Job's Jobs <trainjob>-<name>-<index>; rename it",
+            )
+            for rule in rules
+            if rule != apimachinery.max_length(apimachinery.DNS1123_LABEL_MAX)
+        ]
+    if found:
+        return found
+    index, longest = max(
         (
-            f"{name}-{p.name}-{int(p.job.get('replicas', 1)) - 1}-{p.count - 1}-xxxxx"
-            for p in pod_sets
+            (i, f"{name}-{p.name}-{int(p.job.get('replicas', 1)) - 1}-{p.count - 1}-xxxxx")
+            for i, p in enumerate(pod_sets)
         ),
-        key=len,
+        key=lambda pair: len(pair[1]),
     )
     if len(longest) <= jobset.NAME_MAX:
         return []
+    too_long = (
+        "JobSet name is too long, pod names generated for this JobSet will exceed 63 "
+        f"characters (the longest: {longest!r}, {len(longest)} characters)"
+    )
+    budget = jobset.NAME_MAX - (len(longest) - len(name))
+    if budget >= 1:
+        return [
+            Problem("metadata.name", f"{too_long}; shorten the name to at most {budget} characters")
+        ]
+    # Not even a one-character TrainJob name fits: the replicated Job's name is what is long.
+    replicated = pod_sets[index].name
     return [
         Problem(
-            "metadata.name",
-            "JobSet name is too long, pod names generated for this JobSet will exceed 63 "
-            f"characters (the longest: {longest!r}, {len(longest)} characters); shorten the "
-            f"name to at most {jobset.NAME_MAX - (len(longest) - len(name))} characters",
+            f"{runtime}.spec.template.spec.replicatedJobs[{index}].name",
+            f"{too_long}, whatever the TrainJob's name; shorten the replicated Job's name to at "
+            f"most {len(replicated) - (len(longest) - jobset.NAME_MAX)} characters",
         )
     ]
 

@@ -74,7 +74,16 @@ def runtime_from(document: dict[str, Any], source: str, problems: list[Problem])
         problems.append(Problem(f"{kind}.metadata.name", "required: the runtime's name"))
         return None
     template = spec.get("template") if isinstance(spec, dict) else None
-    jobs = ((template or {}).get("spec") or {}).get("replicatedJobs")
+    for path, value, holds in (
+        ("spec.template", template, "the JobSet's spec"),
+        ("spec.template.spec", _at(template, "spec"), "the JobSet's replicatedJobs"),
+    ):
+        if value is not None and not isinstance(value, dict):
+            problems.append(
+                Problem(f"{where}.{path}", f"must be a mapping with {holds} (got {value!r})")
+            )
+            return None
+    jobs = _at(template, "spec", "replicatedJobs")
     if not isinstance(jobs, list) or not jobs or not all(isinstance(j, dict) for j in jobs):
         problems.append(
             Problem(
@@ -87,7 +96,7 @@ def runtime_from(document: dict[str, Any], source: str, problems: list[Problem])
     before = len(problems)
     for index, job in enumerate(jobs):
         path = f"{where}.spec.template.spec.replicatedJobs[{index}]"
-        pod = ((job.get("template") or {}).get("spec") or {}).get("template")
+        pod = _at(job, "template", "spec", "template")
         if not isinstance(job.get("name"), str) or not job["name"]:
             problems.append(Problem(f"{path}.name", "required: the replicated Job's name"))
         elif not isinstance(pod, dict) or not isinstance(pod.get("spec"), dict):
@@ -123,6 +132,13 @@ def runtime_from(document: dict[str, Any], source: str, problems: list[Problem])
         source=source,
         namespace=(document.get("metadata") or {}).get("namespace"),
     )
+
+
+def _at(value: Any, *keys: str) -> Any:
+    """``value[k1][k2]...``, or None where a level is missing or is not a mapping."""
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
 
 
 @functools.cache

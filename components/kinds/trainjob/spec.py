@@ -25,7 +25,8 @@ from trainjobs.core import bounds, documents
 from trainjobs.core.errors import Problem
 from trainjobs.core.job_document import validate_section
 from trainjobs.core.models import ObjectMeta
-from trainjobs.core.spec_model import SpecModel, unknown_fields
+from trainjobs.core.pod_rules import check_annotation_keys, check_labels
+from trainjobs.core.spec_model import SpecModel, known_fields, unknown_fields
 
 KIND = "TrainJob"
 GROUP = "trainer.kubeflow.org"
@@ -73,11 +74,22 @@ class MetaPatch(SpecModel):
     annotations: dict[str, str] = Field(default_factory=dict)
 
 
-class PodSpecPatch(SpecModel):
-    """A pod spec's fields; containers are matched to the runtime's by name."""
+class ContainerPatch(SpecModel):
+    """A container's fields a patch may set (v2.2+ ``ContainerPatch``; v2.0 and v2.1
+    ``ContainerOverride`` without ``securityContext``): matched to the runtime's by name."""
 
-    containers: list[dict[str, Any]] | None = None
-    init_containers: list[dict[str, Any]] | None = None
+    name: str = ""
+    env: list[dict[str, Any]] | None = None
+    volume_mounts: list[dict[str, Any]] | None = None
+    security_context: dict[str, Any] | None = None
+
+
+class PodSpecPatch(SpecModel):
+    """A pod spec's fields a patch may set (v2.2+ ``PodSpecPatch``, v2.1
+    ``PodTemplateSpecOverride``, v2.0 ``PodSpecOverride``)."""
+
+    containers: list[ContainerPatch] | None = None
+    init_containers: list[ContainerPatch] | None = None
     service_account_name: str | None = None
     node_selector: dict[str, str] | None = None
     affinity: dict[str, Any] | None = None
@@ -146,8 +158,10 @@ class PodSpecOverride(PodSpecPatch):
 
 
 def as_patches(models: list[Any]) -> list[dict[str, Any]]:
-    """The validated patches as the wire's plain mappings."""
-    return [model.model_dump(by_alias=True, exclude_defaults=True) for model in models]
+    """The validated patches as the wire's plain mappings, without the fields Trainer's CRD
+    does not have: its API server prunes them (a structural schema), so they never reach the
+    JobSet, as the warning about each says."""
+    return [known_fields(model) for model in models]
 
 
 class TrainJobSpec(SpecModel):
@@ -220,6 +234,9 @@ def _name_problems(name: str) -> list[Problem]:
 
 def _spec_problems(spec: TrainJobSpec) -> list[Problem]:
     found: list[Problem] = []
+    # The JobSet's labels and annotations (v2.0-v2.1), checked as its metadata's would be.
+    check_labels(dict(spec.labels), "spec.labels", found)
+    check_annotation_keys(dict(spec.annotations), "spec.annotations", found)
     if spec.managed_by is not None and spec.managed_by not in MANAGERS:
         found.append(
             Problem(
@@ -268,6 +285,22 @@ def _spec_problems(spec: TrainJobSpec) -> list[Problem]:
                 )
             )
         proc = trainer.num_proc_per_node
+        # Trainer's CEL rule on the field (kubeflow/trainer 8f6c5f067, "reject zero and
+        # negative numNodes and numProcPerNode", after v2.3.0) and its int32 type.
+        if isinstance(proc, int) and proc < 1:
+            found.append(
+                Problem(
+                    "spec.trainer.numProcPerNode",
+                    "numProcPerNode must be greater than or equal to 1",
+                )
+            )
+        elif isinstance(proc, int) and proc > bounds.INT32_MAX:
+            found.append(
+                Problem(
+                    "spec.trainer.numProcPerNode",
+                    f"must be at most {bounds.INT32_MAX} (got {proc}): it is an int32 field",
+                )
+            )
         if isinstance(proc, str) and proc not in PROC_NAMES:
             found.append(
                 Problem(
