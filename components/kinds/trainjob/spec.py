@@ -25,6 +25,7 @@ from trainjobs.core import bounds, documents
 from trainjobs.core.errors import Problem
 from trainjobs.core.job_document import validate_section
 from trainjobs.core.models import ObjectMeta
+from trainjobs.core.set_paths import SetPaths, spec_of
 from trainjobs.core.spec_model import SpecModel, unknown_fields
 
 KIND = "TrainJob"
@@ -170,6 +171,21 @@ class TrainJobSpec(SpecModel):
     suspend: bool | None = None
     active_deadline_seconds: int | None = None
     managed_by: str | None = None
+
+
+TRAINER_SET_NAME = "trainer"
+"""The one replica type `--set` knows in a TrainJob: its ``spec.trainer``."""
+
+
+def set_paths(document: dict[str, Any]) -> SetPaths:
+    """Where `--set` writes: the TrainJob's own trainer fields, ``numNodes`` and ``image``.
+    Trainer sets that image on the node container of the runtime's trainer-step Job only; the
+    runtime's other Jobs (initializers, MPI nodes beside a launcher) keep their images."""
+    trainer = spec_of(document).get("trainer")
+    if not isinstance(document.get("spec"), dict) or not isinstance(trainer, dict | None):
+        return SetPaths()
+    at = ("spec", "trainer")
+    return SetPaths({TRAINER_SET_NAME: (*at, "numNodes")}, {TRAINER_SET_NAME: [(*at, "image")]})
 
 
 @dataclass(frozen=True)
