@@ -23,10 +23,11 @@ from trainjobs.core.graph import (
     GraphOptions,
 )
 from trainjobs.core.job_document import namespace_problems
+from trainjobs.core.terminal import escape
 from trainjobs.deploy.completion import OUTCOME_FIELDS, WatchSettings
 from trainjobs.deploy.component import TrainingJob
 from trainjobs.deploy.infra_stack import IMAGES_OUTPUT, PROFILES_OUTPUT, InfraStack, pool_profile
-from trainjobs.deploy.jobs import JobCompletion, place_job
+from trainjobs.deploy.jobs import JobCompletion, place_job, refused
 from trainjobs.images.gpu_support import check_images_on_pool
 from trainjobs.images.pinning import image_pins_from_config
 from trainjobs.images.references import reference_problem
@@ -278,13 +279,12 @@ def run() -> None:
             check_before_registering(settings.gpu_pool, [job.graph for job in jobs])
         watch = WatchSettings.from_config(pulumi.Config("trainjobs"), pulumi.Config("kubernetes"))
     except UserError as error:
-        # RunError is reported by Pulumi without a stack trace.
-        raise pulumi.RunError(str(error)) from None
+        raise refused(error) from None
     components = []
     for job in jobs:
         component = TrainingJob(job, watched=watch.watch)
         for warning in [*job.warnings, *component.notices]:
-            pulumi.log.warn(f"{job.kind} {job.name}: {warning}", resource=component)
+            pulumi.log.warn(escape(f"{job.kind} {job.name}: {warning}"), resource=component)
         components.append(component)
     completion = None
     if watch.watch and components:

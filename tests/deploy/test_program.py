@@ -310,6 +310,24 @@ def test_an_image_setting_that_is_no_image_reference_is_refused(tmp_path, capsys
     )
 
 
+def test_the_stacks_warnings_show_a_keys_control_characters_escaped(tmp_path, monkeypatch):
+    import pulumi
+
+    warned: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, resource=None: warned.append(message))
+    source = yaml.safe_load(job_yaml("alpha"))
+    source["spec"]["x\x1b]52;c;aGk=\x07"] = "secret"
+    project = make_project(
+        tmp_path, {"trainjobs:job": "jobs/a.yaml"}, {"a.yaml": yaml.safe_dump(source)}
+    )
+    run_preview("test", project)
+    assert warned == [
+        "ChainerJob alpha: spec.x\\x1b]52;c;aGk=\\x07: not a field of ChainerJob "
+        "kubeflow.org/v1alpha1: Kubeflow's API server keeps or drops it and its operator "
+        "ignores it, so it has no effect here"
+    ]
+
+
 def test_two_jobs_with_one_name_are_refused(tmp_path):
     jobs = {"a.yaml": job_yaml("same"), "b.yaml": job_yaml("same")}
     project = make_project(tmp_path, {"trainjobs:jobs": "jobs/*.yaml"}, jobs)
