@@ -754,6 +754,21 @@ def test_a_trainjob_list_is_read_only_by_the_trainjob_class():
     )
 
 
+@pytest.mark.parametrize("metadata", [[1, 2], "abc"])
+def test_a_document_whose_metadata_is_no_mapping_fails_as_validate_says(tmp_path, metadata):
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": metadata, "spec": {}}
+        )
+    )
+    assert main(["validate", str(path)]) == 2
+    expected = f"  metadata: must be a mapping (got {metadata!r})"
+    assert refused(lambda: trainjobs.TFJob.from_file(path)).splitlines()[1] == expected
+    document = yaml.safe_load(path.read_text())
+    assert refused(lambda: trainjobs.TFJob("x", document)).splitlines()[1] == expected
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [

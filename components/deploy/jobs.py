@@ -209,6 +209,8 @@ class KubeflowJob(TrainingJob, Generic[SpecT]):
             section = dict(spec)
         if "kind" in section or "apiVersion" in section:  # no spec section has these fields
             document = dict(section)
+            if not isinstance(document.get("metadata") or {}, Mapping):
+                return document  # the parser refuses it as `trainjobs validate` does
             metadata = dict(document.get("metadata") or {})
             metadata.setdefault("name", name)
             if metadata["name"] != name:
