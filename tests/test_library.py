@@ -754,6 +754,17 @@ def test_a_trainjob_list_is_read_only_by_the_trainjob_class():
     )
 
 
+def test_a_namespace_that_is_no_dns_label_is_refused_as_the_api_server_would():
+    spec = yaml.safe_load((REPO / "jobs" / "tf-mnist.yaml").read_text())["spec"]
+    assert refused(lambda: trainjobs.TFJob("tf-mnist", spec, namespace="Bad_NS")) == (
+        "TFJob tf-mnist: invalid arguments (1 problem(s))\n"
+        '  namespace: Invalid value: "Bad_NS": a lowercase RFC 1123 label must consist of lower '
+        "case alphanumeric characters or '-', and must start and end with an alphanumeric "
+        "character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+    )
+
+
 @pytest.mark.parametrize("metadata", [[1, 2], "abc"])
 def test_a_document_whose_metadata_is_no_mapping_fails_as_validate_says(tmp_path, metadata):
     path = tmp_path / "job.yaml"

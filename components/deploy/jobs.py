@@ -19,6 +19,7 @@ from trainjobs.cloud.scheduling import SchedulingProfile, apply_scheduling
 from trainjobs.core.documents import RUNTIME_KINDS, load_file
 from trainjobs.core.errors import ConfigError, Problem, SpecError, UserError
 from trainjobs.core.graph import GraphOptions
+from trainjobs.core.job_document import namespace_problems
 from trainjobs.core.terminal import escape
 from trainjobs.deploy import completion
 from trainjobs.deploy.arguments import (
@@ -137,8 +138,11 @@ class KubeflowJob(TrainingJob, Generic[SpecT]):
             type_problem("name", name, str, "a str"),
             type_problem("spec", spec, spec_type, f"a {cls.KIND}Spec or a mapping"),
         ]
+        namespace = arguments.get("namespace")
         if "namespace" in arguments:
-            checks.append(type_problem("namespace", arguments["namespace"], str, "a str"))
+            checks.append(type_problem("namespace", namespace, str, "a str"))
+        if isinstance(namespace, str):  # as `--namespace` and `trainjobs:namespace` are
+            checks += namespace_problems(namespace, "namespace")
         for argument, expected, what in (
             ("labels", Mapping, "a mapping"),
             ("options", GraphOptions, "a GraphOptions"),
