@@ -705,3 +705,211 @@ def test_the_library_pages_example_registers_two_tfjobs_and_one_watcher(tmp_path
         ("pulumi-python:dynamic/trainjobs:JobCompletion", "completion"),
     ]
     assert result.outputs == {"chief": "mnist-2-chief-0"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Hostile input: the library refuses what `validate` refuses, and echoes no value it was given
+
+SHADOW = "root:$6$secrethash:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n"
+
+
+def refused(call) -> str:
+    """The message of the pulumi.RunError ``call`` raises (Pulumi prints it, no traceback)."""
+    import pulumi
+
+    with pytest.raises(pulumi.RunError) as raised:
+        call()
+    return str(raised.value)
+
+
+def test_a_file_without_kind_is_refused_naming_the_kind_and_echoing_none_of_it(tmp_path):
+    path = tmp_path / "shadow.yaml"
+    path.write_text(SHADOW)
+    assert refused(lambda: trainjobs.TFJob.from_file(path)).splitlines() == [
+        f"{path}: invalid job spec (1 problem(s))",
+        "  kind: must be TFJob, the kind trainjobs.TFJob reads (got None); set kind: TFJob in "
+        "the document",
+    ]
+
+
+def test_a_file_of_another_kind_is_refused_naming_the_class_that_reads_it():
+    assert refused(
+        lambda: trainjobs.TFJob.from_file("jobs/mpijob-chainermn.yaml")
+    ).splitlines() == [
+        "jobs/mpijob-chainermn.yaml: invalid job spec (1 problem(s))",
+        "  kind: must be TFJob, the kind trainjobs.TFJob reads (got 'MPIJob'); read it with "
+        "trainjobs.MPIJob",
+    ]
+
+
+def test_a_document_of_another_kind_given_to_a_constructor_is_refused():
+    document = yaml.safe_load((REPO / "jobs" / "mpijob-chainermn.yaml").read_text())
+    del document["spec"]  # a document without spec is still a document, not a spec section
+    assert refused(lambda: trainjobs.PyTorchJob("mpijob-chainermn", document)).splitlines() == [
+        "PyTorchJob mpijob-chainermn: invalid job spec (1 problem(s))",
+        "  kind: must be PyTorchJob, the kind trainjobs.PyTorchJob reads (got 'MPIJob'); read "
+        "it with trainjobs.MPIJob",
+    ]
+
+
+def test_a_trainjob_list_is_read_only_by_the_trainjob_class():
+    assert refused(lambda: trainjobs.TFJob.from_file("jobs/trainjob-mpi-chainermn.yaml")) == (
+        "jobs/trainjob-mpi-chainermn.yaml: invalid job spec (1 problem(s))\n"
+        "  kind: must be TFJob, the kind trainjobs.TFJob reads (got 'TrainJob'); read it with "
+        "trainjobs.TrainJob"
+    )
+
+
+def test_a_namespace_that_is_no_dns_label_is_refused_as_the_api_server_would():
+    spec = yaml.safe_load((REPO / "jobs" / "tf-mnist.yaml").read_text())["spec"]
+    assert refused(lambda: trainjobs.TFJob("tf-mnist", spec, namespace="Bad_NS")) == (
+        "TFJob tf-mnist: invalid arguments (1 problem(s))\n"
+        '  namespace: Invalid value: "Bad_NS": a lowercase RFC 1123 label must consist of lower '
+        "case alphanumeric characters or '-', and must start and end with an alphanumeric "
+        "character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+    )
+
+
+@pytest.mark.parametrize("metadata", [[1, 2], "abc"])
+def test_a_document_whose_metadata_is_no_mapping_fails_as_validate_says(tmp_path, metadata):
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": metadata, "spec": {}}
+        )
+    )
+    assert main(["validate", str(path)]) == 2
+    expected = f"  metadata: must be a mapping (got {metadata!r})"
+    assert refused(lambda: trainjobs.TFJob.from_file(path)).splitlines()[1] == expected
+    document = yaml.safe_load(path.read_text())
+    assert refused(lambda: trainjobs.TFJob("x", document)).splitlines()[1] == expected
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda: trainjobs.TFJob("x", 42),
+            "TFJob x: invalid arguments (1 problem(s))\n"
+            "  spec: must be a TFJobSpec or a mapping (got int)",
+        ),
+        (
+            lambda: trainjobs.TFJob(42, {}),
+            "TFJob: invalid arguments (1 problem(s))\n  name: must be a str (got int)",
+        ),
+        (
+            lambda: trainjobs.TFJob(
+                "x", {}, namespace=5, labels="a=b", images=[], require_digests="yes"
+            ),
+            "TFJob x: invalid arguments (4 problem(s))\n"
+            "  namespace: must be a str (got int)\n"
+            "  labels: must be a mapping, or None (got str)\n"
+            "  images: must be a mapping, or None (got list)\n"
+            "  require_digests: must be a bool (got str)",
+        ),
+        (
+            lambda: trainjobs.TFJob("x", {}, options={}, pool="a100", watched=1, source=b"x"),
+            "TFJob x: invalid arguments (4 problem(s))\n"
+            "  options: must be a GraphOptions, or None (got dict)\n"
+            "  pool: must be a SchedulingProfile, or None (got str)\n"
+            "  source: must be a str, or None (got bytes)\n"
+            "  watched: must be a bool (got int)",
+        ),
+        (
+            lambda: trainjobs.TFJob("x", trainjobs.PyTorchJobSpec()),
+            "TFJob x: invalid arguments (1 problem(s))\n"
+            "  spec: must be a TFJobSpec or a mapping (got PyTorchJobSpecV1)",
+        ),
+        (
+            lambda: trainjobs.TrainJob("t", {"runtimeRef": {"name": "a"}}, runtimes="abc"),
+            "TrainJob t: invalid arguments (1 problem(s))\n"
+            "  runtimes: must be a list of training runtime documents (mappings) (got str)",
+        ),
+        (
+            lambda: trainjobs.TrainJob("t", {"runtimeRef": {"name": "a"}}, runtimes=[{}, 1]),
+            "TrainJob t: invalid arguments (1 problem(s))\n"
+            "  runtimes[1]: must be a mapping (got int)",
+        ),
+        (
+            lambda: trainjobs.TFJob.from_file(42),
+            "TFJob.from_file: invalid arguments (1 problem(s))\n"
+            "  path: must be a str or a Path (got int)",
+        ),
+    ],
+)
+def test_a_wrongly_typed_argument_is_named_with_the_type_given_and_expected(call, message):
+    assert refused(call) == message
+
+
+def test_the_warnings_of_a_program_show_a_keys_control_characters_escaped(tmp_path, monkeypatch):
+    import pulumi
+
+    warned: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, resource=None: warned.append(message))
+    program = TF_FROM_DICT.replace(
+        'document["spec"])', '{**document["spec"], "x\\x1b]52;c;aGk=\\x07": "secret"})'
+    )
+    run_preview("test", program_project(tmp_path, program))
+    assert warned == [
+        "TFJob tf-mnist: spec.x\\x1b]52;c;aGk=\\x07: not a field of TFJob kubeflow.org/v1: "
+        "Kubeflow's API server keeps or drops it and its operator ignores it, so it has no "
+        "effect here"
+    ]
+
+
+PROVIDER_INPUTS = """
+from trainjobs.deploy.provider import provider
+
+provider().construct("x", "trainjobs:index:{kind}", {inputs}, None)
+"""
+
+TF_SPEC = {"tfReplicaSpecs": {"Worker": {"template": {}}}}
+
+
+@pytest.mark.parametrize(
+    ("kind", "inputs", "message"),
+    [
+        (
+            "TFJob",
+            {"spec": TF_SPEC, "namespace": 5, "labels": "a=b"},
+            "TFJob x: invalid arguments (2 problem(s))\n"
+            "  namespace: must be a str (got int)\n"
+            "  labels: must be a mapping, or None (got str)",
+        ),
+        (
+            "TrainJob",
+            {"spec": {"runtimeRef": {"name": "a"}}, "runtimes": "abc"},
+            "TrainJob x: invalid arguments (1 problem(s))\n"
+            "  runtimes: must be a list of training runtime documents (mappings) (got str)",
+        ),
+        (
+            "TrainJob",
+            {"spec": {"runtimeRef": {"name": "a"}}, "runtimes": [1]},
+            "TrainJob x: invalid arguments (1 problem(s))\n"
+            "  runtimes[0]: must be a mapping (got int)",
+        ),
+    ],
+)
+def test_the_provider_refuses_wrong_inputs_as_the_library_does(tmp_path, kind, inputs, message):
+    """The SDK checks the inputs' shape against the schema first (a missing ``spec`` is its
+    InputPropertyError); what its schema leaves free is checked by the library."""
+    from pulumi.errors import InputPropertiesError
+
+    program = PROVIDER_INPUTS.format(kind=kind, inputs=repr(inputs))
+    with pytest.raises(InputPropertiesError) as error:
+        run_preview("test", program_project(tmp_path, program))
+    assert error.value.message == message
+
+
+def test_the_provider_reports_an_invalid_spec_as_invalid_inputs_without_a_stack(tmp_path):
+    """The host shows any other error from a component with its Python stack."""
+    from pulumi.errors import InputPropertiesError
+
+    program = PROVIDER_INPUTS.format(kind="TFJob", inputs=repr({"spec": TF_SPEC}))
+    with pytest.raises(InputPropertiesError) as error:
+        run_preview("test", program_project(tmp_path, program))
+    assert error.value.message.splitlines()[:2] == [
+        "TFJob x: invalid job spec (1 problem(s))",
+        "  spec.tfReplicaSpecs.Worker.template.spec: a pod spec with 'containers' is required",
+    ]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from trainjobs.core.errors import SpecError
 from trainjobs.core.gang import GANG_SCHEDULERS
 from trainjobs.core.graph import DEFAULT_KUBECTL_IMAGE, MPI_TRANSPORTS, GraphOptions
+from trainjobs.core.terminal import escape
 
 if TYPE_CHECKING:
     from trainjobs.kinds.registry import JobDefinition
@@ -19,9 +20,10 @@ if TYPE_CHECKING:
 
 
 def report_warnings(source: str | Path, job: JobDefinition) -> None:
-    """What a valid spec says to no effect, on stderr, one line each."""
+    """What a valid spec says to no effect, on stderr, one line each; the spec's key names
+    (and the file's) with their control characters shown escaped."""
     for warning in job.warnings:
-        print(f"warning: {source}: {warning}", file=sys.stderr)
+        print(escape(f"warning: {source}: {warning}"), file=sys.stderr)
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -35,9 +37,9 @@ def _validate(args: argparse.Namespace) -> int:
             failures.append(str(error))
             continue
         report_warnings(path, job)
-        print(f"{path}: valid {job.kind} {job.name!r} ({len(job.graph.nodes)} objects)")
+        print(escape(f"{path}: valid {job.kind} {job.name!r} ({len(job.graph.nodes)} objects)"))
     if failures:
-        print("\n".join(failures), file=sys.stderr)
+        print(escape("\n".join(failures), keep_newlines=True), file=sys.stderr)
         return 2
     return 0
 

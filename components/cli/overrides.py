@@ -2,7 +2,9 @@
 
 The keys name replica types as the spec does (``replicas.Worker=4``; any case), and each
 override is written into the spec document before it is validated, so a value the spec would
-refuse is refused with the spec's own message (``spec.worker.replicas: ...``).
+refuse is refused with the spec's own message (``spec.worker.replicas: ...``). Where each kind
+keeps a replica type's count and images is the kind's to say (:func:`set_paths`); a key the
+job has no field for is refused, never ignored.
 """
 
 from __future__ import annotations
@@ -10,79 +12,71 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from trainjobs.core.bounds import parse_count
 from trainjobs.core.errors import UserError
+from trainjobs.core.set_paths import FieldPath, SetPaths
+from trainjobs.kinds.registry import set_paths
 
 USAGE = "replicas.TYPE=N, image=REF or image.TYPE=REF"
-# The replica maps of the spec versions that key them by type; the v1alpha1 lists carry the
-# type in a field of each item instead.
-REPLICA_MAPS = ("tfReplicaSpecs", "pytorchReplicaSpecs")
-REPLICA_LISTS = {"replicaSpecs": ("tfReplicaType", "replicaType")}
-CHAINER_REPLICAS = ("master", "worker")
 
 
-def replica_specs(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The job's replica specs by type name as the spec spells it (Worker, worker, WORKER)."""
-    spec = document.get("spec")
-    if not isinstance(spec, dict):
-        return {}
-    found: dict[str, dict[str, Any]] = {}
-    if document.get("kind") == "ChainerJob":
-        found.update(
-            {key: spec[key] for key in CHAINER_REPLICAS if isinstance(spec.get(key), dict)}
-        )
-    for key in REPLICA_MAPS:
-        if isinstance(spec.get(key), dict):
-            found.update({k: v for k, v in spec[key].items() if isinstance(v, dict)})
-    for key, type_fields in REPLICA_LISTS.items():
-        for item in spec.get(key) or [] if isinstance(spec.get(key), list) else []:
-            if isinstance(item, dict):
-                name = next((item[f] for f in type_fields if isinstance(item.get(f), str)), None)
-                found[name or "MASTER"] = item
-    return found
+def _targets(paths: SetPaths, field: str, replica_type: str) -> list[FieldPath]:
+    """The fields ``field[.replica_type]`` names (replica types in any case); none when the
+    job has no such field."""
+    if field == "replicas" and replica_type:
+        return [path for name, path in paths.replicas.items() if name.lower() == replica_type]
+    if field == "image" and replica_type:
+        return [
+            p for name, found in paths.images.items() if name.lower() == replica_type for p in found
+        ]
+    if field == "image":
+        return [path for found in paths.images.values() for path in found]
+    return []
 
 
-def _replica(document: dict[str, Any], item: str, name: str) -> dict[str, Any]:
-    specs = replica_specs(document)
-    matches = [key for key in specs if key.lower() == name.lower()]
-    if not matches:
-        have = ", ".join(specs) or "none"
-        raise UserError(
-            f"--set {item}: the job has no replica type {name!r} (it has: {have}); use one of those"
-        )
-    return specs[matches[0]]
-
-
-def _containers(replica: dict[str, Any]) -> list[dict[str, Any]]:
-    template = replica.get("template")
-    spec = template.get("spec") if isinstance(template, dict) else None
-    containers = spec.get("containers") if isinstance(spec, dict) else None
-    return [c for c in containers if isinstance(c, dict)] if isinstance(containers, list) else []
+def _write(document: dict[str, Any], path: FieldPath, value: object) -> None:
+    """Set the field at ``path``, making the mappings on the way that the spec leaves out (a
+    TrainJob without ``trainer``)."""
+    target: Any = document
+    for key in path[:-1]:
+        target = target.setdefault(key, {}) if isinstance(key, str) else target[key]
+    target[path[-1]] = value
 
 
 def apply_overrides(document: dict[str, Any], items: list[str]) -> dict[str, Any]:
-    """A copy of the job document with each ``KEY=VALUE`` of ``items`` applied in order."""
+    """A copy of the job document with each ``KEY=VALUE`` of ``items`` applied in order.
+
+    A document of no known kind is returned as it is: parsing it refuses its kind."""
     document = copy.deepcopy(document)
     for item in items:
         key, separator, value = item.partition("=")
         field, _, replica_type = key.partition(".")
         if not separator or not value:
             raise UserError(f"--set {item!r}: expected KEY=VALUE ({USAGE})")
+        paths = set_paths(document)
+        if paths is None:
+            return document
+        written: object = value
         if field == "replicas" and replica_type:
-            if not value.isdigit():
+            written = parse_count(value)
+            if written is None:
                 raise UserError(
                     f"--set {item}: {value!r} is not a whole number of replicas; "
                     f"e.g. --set replicas.{replica_type}=4"
                 )
-            _replica(document, item, replica_type)["replicas"] = int(value)
-        elif field == "image":
-            replicas = (
-                [_replica(document, item, replica_type)]
-                if replica_type
-                else list(replica_specs(document).values())
+        targets = _targets(paths, field, replica_type.lower())
+        if not targets:
+            raise UserError(
+                f"--set {item}: this {document_kind(document)} has no key {key!r} (value "
+                f"{value!r}); valid keys: {', '.join(paths.keys()) or 'none'}"
             )
-            for replica in replicas:
-                for container in _containers(replica):
-                    container["image"] = value
-        else:
-            raise UserError(f"--set {item}: unknown key {key!r}; use {USAGE}")
+        for path in targets:
+            _write(document, path, written)
     return document
+
+
+def document_kind(document: dict[str, Any]) -> str:
+    """The job's kind, a List's being its job's (a TrainJob with its runtimes)."""
+    if document.get("kind") == "List":
+        return "TrainJob"
+    return str(document.get("kind"))

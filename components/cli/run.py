@@ -43,7 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         dest="overrides",
         help="change the spec before it is validated: replicas.TYPE=N (e.g. replicas.Worker=4), "
-        "image=REF (every container), image.TYPE=REF (repeatable; default: none)",
+        "image=REF (every replica type's containers; a TrainJob's trainer image), "
+        "image.TYPE=REF (repeatable; default: none); a key the job has no field for is refused",
     )
     run.add_argument(
         "-q",

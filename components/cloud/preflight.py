@@ -33,6 +33,11 @@ _ECR_IMAGE = re.compile(
     r"/(?P<repository>[^:@]+)(?::(?P<tag>[^@]+))?(?:@(?P<digest>sha256:[0-9a-f]{64}))?$"
 )
 # Errors that mean "these credentials cannot talk to AWS at all", not "this check failed".
+_REGION = re.compile(r"[a-z]{2,4}(?:-[a-z]+)+-[0-9]+", re.ASCII)
+"""An AWS region name: the shape of every partition's ``regionRegex`` in botocore's
+data/endpoints.json (``us-east-1``, ``us-gov-west-1``, ``cn-north-1``, ``eusc-de-east-1``).
+botocore's own check (utils.validate_region_name) takes any host label, a trailing newline
+included, and its error shows the name raw."""
 _ACCESS_ERRORS = {
     "AuthFailure",
     "ExpiredToken",
@@ -143,9 +148,15 @@ class AwsClients:
             # The AWS CLI reads AWS_REGION before AWS_DEFAULT_REGION and the profile's region;
             # botocore reads only those two (botocore/configprovider.py, "region"). The
             # stack's aws:region, which the Pulumi AWS provider would use, comes last.
-            session = boto3.Session(region_name=os.environ.get("AWS_REGION") or None)
+            environment = os.environ.get("AWS_REGION") or None
+            session = boto3.Session(region_name=environment)
+            where = (
+                "AWS_REGION" if environment else "AWS_DEFAULT_REGION or the AWS profile's region"
+            )
             if session.region_name is None and stack_region:
                 session = boto3.Session(region_name=stack_region)
+                where = "stack config aws:region"
+            _check_region(session.region_name, where)
         self.session = session
         self._clients: dict[tuple[str, str | None], Any] = {}
 
@@ -163,6 +174,21 @@ class AwsClients:
                     "REGION)"
                 ) from None
         return self._clients[key]
+
+
+def region_problem(region: str) -> str | None:
+    """Why ``region`` is not an AWS region name, or None."""
+    if _REGION.fullmatch(region):
+        return None
+    return f"{region!r} is not an AWS region name; set a region name such as us-east-1"
+
+
+def _check_region(region: str | None, where: str) -> None:
+    """Raise :class:`UserError` naming ``where`` the session's region came from, if it is no
+    region name (None: the client says none is configured)."""
+    problem = region_problem(region) if region is not None else None
+    if problem is not None:
+        raise UserError(f"{where}: {problem}")
 
 
 def run_checks(settings: PreflightSettings, aws: AwsClients | Any = None) -> list[CheckResult]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from trainjobs.core.errors import Problem
 
 INT32_MAX = 2**31 - 1
@@ -10,10 +12,21 @@ MAX_PODS = 1000
 """Pods in one job. Every pod gets its own objects and environment written out (a TFJob's
 TF_CONFIG lists every pod, so its size grows with the square of the count); above this a
 job takes minutes and gigabytes to render, so it is refused at once instead."""
+_COUNT = re.compile("[0-9]{1,18}")
+"""ASCII digits only, few enough for any int64 (every count here is bounded far lower)."""
 _SPLIT = (
     f"a job may have at most {MAX_PODS} pods (each pod's objects and environment are written "
     "out); split it into smaller jobs"
 )
+
+
+def parse_count(text: str) -> int | None:
+    """``text`` as a whole number when it is ASCII decimal digits only, else None.
+
+    ``str.isdigit`` also takes superscripts and other scripts' digits (``'\u00b2'``, which
+    ``int`` then refuses with a ValueError) and ``int`` takes signs, spaces, underscores and
+    fullwidth digits: a count read from a string is parsed here instead."""
+    return int(text) if _COUNT.fullmatch(text) else None
 
 
 def replicas_problem(value: int, path: str) -> Problem | None:

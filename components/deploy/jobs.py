@@ -10,16 +10,24 @@ program gets the same messages and the same Kubernetes objects as the YAML path.
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import pulumi
 from pydantic import BaseModel
 
 from trainjobs.cloud.scheduling import SchedulingProfile, apply_scheduling
-from trainjobs.core.documents import load_file
-from trainjobs.core.errors import Problem, SpecError, UserError
+from trainjobs.core.documents import RUNTIME_KINDS, load_file
+from trainjobs.core.errors import ConfigError, Problem, SpecError, UserError
 from trainjobs.core.graph import GraphOptions
+from trainjobs.core.job_document import namespace_problems
+from trainjobs.core.terminal import escape
 from trainjobs.deploy import completion
+from trainjobs.deploy.arguments import (
+    optional_problem,
+    path_problem,
+    runtime_problems,
+    type_problem,
+)
 from trainjobs.deploy.component import TrainingJob
 from trainjobs.images.gpu_support import check_images_on_pool
 from trainjobs.images.pinning import pin_images
@@ -27,7 +35,7 @@ from trainjobs.kinds.chainer.spec import API_VERSION as CHAINER_API_VERSION
 from trainjobs.kinds.chainer.spec import ChainerJobSpec
 from trainjobs.kinds.mpijob.spec import MPIJobSpecV2Beta1 as MPIJobSpec
 from trainjobs.kinds.pytorch.spec import PyTorchJobSpecV1 as PyTorchJobSpec
-from trainjobs.kinds.registry import JobDefinition, parse_job
+from trainjobs.kinds.registry import KINDS, JobDefinition, parse_job
 from trainjobs.kinds.tensorflow.spec import TFJobSpecV1 as TFJobSpec
 from trainjobs.kinds.trainjob.spec import API_VERSION as TRAINJOB_API_VERSION
 from trainjobs.kinds.trainjob.spec import TrainJobSpec
@@ -69,12 +77,16 @@ class KubeflowJob(TrainingJob, Generic[SpecT]):
     stack settings of the same names. ``watched`` (default False): a :class:`JobCompletion`
     will see the job through; its Jobs are then created suspended and the watcher starts
     each run, so pass True only for jobs handed to one. ``source`` (default ``<Kind> <name>``)
-    names the spec in error messages. An invalid spec raises ``pulumi.RunError`` with the
-    messages of `trainjobs validate`.
+    names the spec in error messages. An invalid spec, a document of another kind or an
+    argument of the wrong type raises ``pulumi.RunError`` with the messages of `trainjobs
+    validate`.
     """
 
     KIND = ""
     API_VERSION = "kubeflow.org/v1"
+    # The kind's spec model, which ``spec`` may be an instance of. Private: the provider's
+    # analyzer reads a component's public annotations as its outputs.
+    _SPEC: ClassVar[type[BaseModel]] = BaseModel
 
     def __init__(
         self,
@@ -91,17 +103,89 @@ class KubeflowJob(TrainingJob, Generic[SpecT]):
         source: str | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        source = source or f"{self.KIND} {name}"
+        arguments = {
+            "namespace": namespace,
+            "labels": labels,
+            "options": options,
+            "pool": pool,
+            "images": images,
+            "require_digests": require_digests,
+            "watched": watched,
+            "source": source,
+            "opts": opts,
+        }
+        source = own_source(self.KIND, name, source)
         try:
+            self.check_arguments(source, name, spec, arguments)
             document = self.document(name, spec, labels, source)
+            self.check_kind(document, source)
             job = parse_job(document, source, namespace, options)
             job = place_job(job, pool, images, require_digests)
         except UserError as error:
-            # RunError is reported by Pulumi without a stack trace.
-            raise pulumi.RunError(str(error)) from None
+            raise refused(error) from None
         super().__init__(job, watched=watched, opts=opts)
         for warning in [*job.warnings, *self.notices]:
-            pulumi.log.warn(f"{job.kind} {job.name}: {warning}", resource=self)
+            pulumi.log.warn(escape(f"{job.kind} {job.name}: {warning}"), resource=self)
+
+    @classmethod
+    def check_arguments(
+        cls, source: str, name: object, spec: object, arguments: Mapping[str, object]
+    ) -> None:
+        """Raise :class:`ConfigError` naming each argument of the wrong type (the type given
+        and the one expected); ``arguments``: the keyword arguments by name."""
+        spec_type = (cls._SPEC, Mapping)
+        checks = [
+            type_problem("name", name, str, "a str"),
+            type_problem("spec", spec, spec_type, f"a {cls.KIND}Spec or a mapping"),
+        ]
+        namespace = arguments.get("namespace")
+        if "namespace" in arguments:
+            checks.append(type_problem("namespace", namespace, str, "a str"))
+        if isinstance(namespace, str):  # as `--namespace` and `trainjobs:namespace` are
+            checks += namespace_problems(namespace, "namespace")
+        for argument, expected, what in (
+            ("labels", Mapping, "a mapping"),
+            ("options", GraphOptions, "a GraphOptions"),
+            ("pool", SchedulingProfile, "a SchedulingProfile"),
+            ("images", Mapping, "a mapping"),
+            ("source", str, "a str"),
+            ("opts", pulumi.ResourceOptions, "a pulumi.ResourceOptions"),
+        ):
+            if argument in arguments:
+                checks.append(optional_problem(argument, arguments[argument], expected, what))
+        for flag in ("require_digests", "watched"):
+            if flag in arguments:
+                checks.append(type_problem(flag, arguments[flag], bool, "a bool"))
+        if "runtimes" in arguments:
+            checks += runtime_problems(arguments["runtimes"])
+        problems = [problem for problem in checks if problem is not None]
+        if problems:
+            raise ConfigError(source, "arguments", problems)
+
+    @classmethod
+    def check_kind(cls, document: Mapping[str, Any], source: str) -> None:
+        """Raise :class:`SpecError` unless ``document`` is a job of this class's kind (a List
+        counts as its one job; a List the parser cannot read is left to its messages)."""
+        kind = document.get("kind")
+        if kind == "List" and isinstance(document.get("items"), list):
+            jobs = [
+                item.get("kind")
+                for item in document["items"]
+                if isinstance(item, Mapping) and item.get("kind") not in RUNTIME_KINDS
+            ]
+            if len(jobs) != 1:
+                return
+            kind = jobs[0]
+        if kind == cls.KIND:
+            return
+        if isinstance(kind, str) and kind in KINDS:
+            fix = f"read it with trainjobs.{kind}"
+        else:
+            fix = f"set kind: {cls.KIND} in the document"
+        problem = Problem(
+            "kind", f"must be {cls.KIND}, the kind trainjobs.{cls.KIND} reads (got {kind!r}); {fix}"
+        )
+        raise SpecError(source, [problem])
 
     @classmethod
     def document(
@@ -127,8 +211,10 @@ class KubeflowJob(TrainingJob, Generic[SpecT]):
             section: Any = spec.model_dump(by_alias=True, exclude_unset=True, mode="json")
         else:
             section = dict(spec)
-        if "spec" in section and ("kind" in section or "apiVersion" in section):
+        if "kind" in section or "apiVersion" in section:  # no spec section has these fields
             document = dict(section)
+            if not isinstance(document.get("metadata") or {}, Mapping):
+                return document  # the parser refuses it as `trainjobs validate` does
             metadata = dict(document.get("metadata") or {})
             metadata.setdefault("name", name)
             if metadata["name"] != name:
@@ -166,12 +252,16 @@ class KubeflowJob(TrainingJob, Generic[SpecT]):
         """The job a spec file defines (YAML or JSON, one job), named by its metadata.name.
 
         The settings are those of the constructor; errors name the file, as
-        `trainjobs validate` does.
+        `trainjobs validate` does. The file must be a job of this class's kind.
         """
         try:
+            problem = path_problem(path)
+            if problem is not None:
+                raise ConfigError(f"{cls.KIND}.from_file", "arguments", [problem])
             document = load_file(path)
+            cls.check_kind(document, str(path))
         except UserError as error:
-            raise pulumi.RunError(str(error)) from None
+            raise refused(error) from None
         named = document
         if document.get("kind") == "List":  # a TrainJob with its runtimes: the job's name
             items = document.get("items")
@@ -201,6 +291,7 @@ class ChainerJob(KubeflowJob[ChainerJobSpec]):
     :class:`KubeflowJob`'s."""
 
     KIND = "ChainerJob"
+    _SPEC = ChainerJobSpec
     API_VERSION = CHAINER_API_VERSION
 
 
@@ -210,6 +301,7 @@ class TFJob(KubeflowJob[TFJobSpec]):
     :class:`KubeflowJob`'s."""
 
     KIND = "TFJob"
+    _SPEC = TFJobSpec
 
 
 class PyTorchJob(KubeflowJob[PyTorchJobSpec]):
@@ -218,6 +310,7 @@ class PyTorchJob(KubeflowJob[PyTorchJobSpec]):
     ``trainjobs:index:PyTorchJob``; arguments as :class:`KubeflowJob`'s."""
 
     KIND = "PyTorchJob"
+    _SPEC = PyTorchJobSpec
 
 
 class MPIJob(KubeflowJob[MPIJobSpec]):
@@ -226,6 +319,7 @@ class MPIJob(KubeflowJob[MPIJobSpec]):
     before v2beta1). Typed ``trainjobs:index:MPIJob``; arguments as :class:`KubeflowJob`'s."""
 
     KIND = "MPIJob"
+    _SPEC = MPIJobSpec
     API_VERSION = "kubeflow.org/v2beta1"
 
 
@@ -237,6 +331,7 @@ class TrainJob(KubeflowJob[TrainJobSpec]):
     TrainingRuntime documents given beside the TrainJob, as in its YAML file."""
 
     KIND = "TrainJob"
+    _SPEC = TrainJobSpec
     API_VERSION = TRAINJOB_API_VERSION
 
     def __init__(
@@ -256,10 +351,12 @@ class TrainJob(KubeflowJob[TrainJobSpec]):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         if runtimes:
+            own = own_source(self.KIND, name, source)
             try:
-                document = self.document(name, spec, labels, source or f"TrainJob {name}")
+                self.check_arguments(own, name, spec, {"runtimes": runtimes, "labels": labels})
+                document = self.document(name, spec, labels, own)
             except UserError as error:
-                raise pulumi.RunError(str(error)) from None
+                raise refused(error) from None
             spec = {"apiVersion": "v1", "kind": "List", "items": [*map(dict, runtimes), document]}
         super().__init__(
             name,
@@ -314,6 +411,20 @@ class JobCompletion(completion.JobCompletion, module="trainjobs", name="JobCompl
         """One job's outcome (unknown until it ends)."""
         key = job.target.key
         return self.outcomes.apply(lambda outcomes: (outcomes or {}).get(key))
+
+
+def own_source(kind: str, name: object, source: object) -> str:
+    """What error messages call the job: ``source`` when given as a str, else ``<Kind>
+    <name>`` (the kind alone when the name is no str)."""
+    if isinstance(source, str) and source:
+        return source
+    return f"{kind} {name}" if isinstance(name, str) else kind
+
+
+def refused(error: UserError) -> pulumi.RunError:
+    """The error a program raises for a user's mistake: Pulumi reports a RunError without a
+    stack trace, on a terminal, so every character the user gave is shown escaped."""
+    return pulumi.RunError(escape(str(error), keep_newlines=True))
 
 
 def _list(value: Any) -> list[Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import glob
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,7 @@ from typing import Any
 import pulumi
 
 from trainjobs.cloud.scheduling import SchedulingProfile
+from trainjobs.core.bounds import parse_count
 from trainjobs.core.errors import Problem, SpecError, UserError
 from trainjobs.core.gang import GANG_SCHEDULERS
 from trainjobs.core.graph import (
@@ -22,12 +23,14 @@ from trainjobs.core.graph import (
     GraphOptions,
 )
 from trainjobs.core.job_document import namespace_problems
+from trainjobs.core.terminal import escape
 from trainjobs.deploy.completion import OUTCOME_FIELDS, WatchSettings
 from trainjobs.deploy.component import TrainingJob
 from trainjobs.deploy.infra_stack import IMAGES_OUTPUT, PROFILES_OUTPUT, InfraStack, pool_profile
-from trainjobs.deploy.jobs import JobCompletion, place_job
+from trainjobs.deploy.jobs import JobCompletion, place_job, refused
 from trainjobs.images.gpu_support import check_images_on_pool
 from trainjobs.images.pinning import image_pins_from_config
+from trainjobs.images.references import reference_problem
 from trainjobs.kinds.registry import JobDefinition, load_job
 
 
@@ -56,11 +59,14 @@ class StackSettings:
             job_files=job_files(config.get("job"), config.get("jobs")),
             namespace=_namespace(config.get("namespace")),
             graph_options=GraphOptions(
-                kubectl_image=config.get("kubectlImage") or DEFAULT_KUBECTL_IMAGE,
+                kubectl_image=_image(config.get("kubectlImage"), "kubectlImage")
+                or DEFAULT_KUBECTL_IMAGE,
                 wait_timeout_seconds=_positive_int(
                     config, "clusterWaitTimeout", DEFAULT_WAIT_TIMEOUT_SECONDS
                 ),
-                tensorflow_server_image=config.get("tensorflowServerImage"),
+                tensorflow_server_image=_image(
+                    config.get("tensorflowServerImage"), "tensorflowServerImage"
+                ),
                 gang_scheduler=_gang_scheduler(config.get("gangScheduler")),
                 gang_scheduler_name=config.get("gangSchedulerName"),
                 mpi_transport=_mpi_transport(config.get("mpiTransport")),
@@ -140,15 +146,31 @@ def _mpi_transport(value: str | None) -> str:
     return value
 
 
+def _image(value: str | None, key: str) -> str | None:
+    """`trainjobs:<key>`: an image reference as the kubelet parses one (a newline or a space
+    in it would end up in every pod that runs the image)."""
+    if not value:
+        return None
+    if reference_problem(value) is not None:
+        setting = f"trainjobs:{key}"
+        raise UserError(
+            f"stack config {setting}: {value!r} is not a valid image reference "
+            "([REGISTRY/]REPOSITORY[:TAG][@DIGEST], lower-case repository); set one with "
+            f"`pulumi config set {setting} REFERENCE`"
+        )
+    return value
+
+
 def _positive_int(config: pulumi.Config, key: str, default: int) -> int:
     raw = config.get(key)
     if raw is None:
         return default
-    if not raw.isdigit() or int(raw) == 0:
+    value = parse_count(raw)
+    if not value:
         raise UserError(
             f"stack config trainjobs:{key} must be a positive number of seconds (got {raw!r})"
         )
-    return int(raw)
+    return value
 
 
 def job_files(job: str | None, jobs: str | None) -> list[Path]:
@@ -169,6 +191,7 @@ def job_files(job: str | None, jobs: str | None) -> list[Path]:
         except json.JSONDecodeError:
             parsed = jobs
         patterns = parsed if isinstance(parsed, list) else [str(parsed)]
+    _check_patterns(patterns, "trainjobs:job" if job is not None else "trainjobs:jobs")
     files: list[Path] = []
     for pattern in patterns:
         matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
@@ -176,6 +199,28 @@ def job_files(job: str | None, jobs: str | None) -> list[Path]:
             raise UserError(f"stack config trainjobs:jobs: {pattern!r} matches no files")
         files += [Path(match) for match in matches]
     return files
+
+
+def _check_patterns(patterns: Sequence[object], key: str) -> None:
+    """Every entry of ``key`` (`trainjobs:job`, or `trainjobs:jobs`: a JSON list in the stack
+    file may hold anything) a string that can name a file."""
+    wrong = [
+        f"[{index}] ({type(pattern).__name__})"
+        for index, pattern in enumerate(patterns)
+        if not isinstance(pattern, str)
+    ]
+    if wrong:
+        raise UserError(
+            f"stack config {key}: {', '.join(wrong)} are not file names or globs; "
+            'list strings, e.g. ["jobs/a.yaml", "jobs/*.yaml"]'
+        )
+    for index, pattern in enumerate(patterns):
+        if "\0" in str(pattern):
+            where = f"[{index}] " if key == "trainjobs:jobs" else ""
+            raise UserError(
+                f"stack config {key}: {where}{pattern!r} holds a NUL character, which no file "
+                "name can; name the job files"
+            )
 
 
 def load_jobs(settings: StackSettings) -> list[JobDefinition]:
@@ -234,13 +279,12 @@ def run() -> None:
             check_before_registering(settings.gpu_pool, [job.graph for job in jobs])
         watch = WatchSettings.from_config(pulumi.Config("trainjobs"), pulumi.Config("kubernetes"))
     except UserError as error:
-        # RunError is reported by Pulumi without a stack trace.
-        raise pulumi.RunError(str(error)) from None
+        raise refused(error) from None
     components = []
     for job in jobs:
         component = TrainingJob(job, watched=watch.watch)
         for warning in [*job.warnings, *component.notices]:
-            pulumi.log.warn(f"{job.kind} {job.name}: {warning}", resource=component)
+            pulumi.log.warn(escape(f"{job.kind} {job.name}: {warning}"), resource=component)
         components.append(component)
     completion = None
     if watch.watch and components:

@@ -19,7 +19,10 @@ import typing
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
+from pulumi.errors import InputPropertiesError
 from pulumi.provider.experimental.component import ComponentProvider
+from pulumi.provider.provider import ConstructResult, Inputs
+from pulumi.provider.server import ComponentInitError
 from pydantic.alias_generators import to_camel
 
 from trainjobs.core.version import PACKAGE, package_version
@@ -344,7 +347,8 @@ class TrainJob(jobs.TrainJob):
         self, name: str, args: TrainJobArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         spec, settings = _job_settings(args, TrainJobArgs)
-        runtimes = [dict(runtime) for runtime in args.get("runtimes") or []]
+        # Checked by the library as every argument is (a string is no list of documents).
+        runtimes = args.get("runtimes") or []
         super().__init__(name, spec, runtimes=runtimes, **settings, opts=opts)
 
 
@@ -352,10 +356,32 @@ COMPONENTS: list[type[pulumi.ComponentResource]] = [ChainerJob, TFJob, PyTorchJo
 """What the provider hosts."""
 
 
+class JobProvider(ComponentProvider):
+    """The SDK's component provider, with a job the library refuses reported as invalid
+    inputs: the provider host answers an ``InputPropertiesError`` with INVALID_ARGUMENT and
+    its message, while any other error from a component's ``__init__`` (the library's
+    ``RunError`` included) is shown with its Python stack (pulumi/provider/server.py,
+    ``construct``)."""
+
+    def construct(
+        self,
+        name: str,
+        resource_type: str,
+        inputs: Inputs,
+        options: pulumi.ResourceOptions | None = None,
+    ) -> ConstructResult:
+        try:
+            return super().construct(name, resource_type, inputs, options)
+        except ComponentInitError as error:
+            if isinstance(error.inner, pulumi.RunError):
+                raise InputPropertiesError(str(error.inner)) from None
+            raise
+
+
 def provider(version: str = VERSION) -> ComponentProvider:
     """The provider, its schema inferred from :data:`COMPONENTS` (default version: the
     package's)."""
-    return ComponentProvider(COMPONENTS, PACKAGE, None, version)
+    return JobProvider(COMPONENTS, PACKAGE, None, version)
 
 
 def schema(version: str = VERSION) -> dict[str, Any]:

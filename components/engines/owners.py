@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from trainjobs.core.bounds import parse_count
+
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
 
@@ -35,6 +37,7 @@ def owner_token(pid: int | None = None) -> str:
 def owner_alive(token: str) -> bool:
     boot, _, rest = token.partition(":")
     pid, _, start = rest.partition(":")
-    if boot != _boot_id() or not pid.isdigit():
+    number = parse_count(pid)  # str.isdigit takes '\u00b2', which int refuses
+    if boot != _boot_id() or number is None:
         return False
-    return start_time(int(pid)) == start
+    return start_time(number) == start

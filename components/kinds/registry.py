@@ -16,6 +16,7 @@ from trainjobs.core.errors import Problem, SpecError
 from trainjobs.core.graph import Graph, GraphOptions
 from trainjobs.core.jobset import QUEUE_LABEL, is_queued
 from trainjobs.core.rendered_pods import check_graph
+from trainjobs.core.set_paths import SetPaths
 
 if TYPE_CHECKING:
     from trainjobs.core.replica_spec import ReplicaJobPlan, RunSettings
@@ -246,17 +247,76 @@ def _trainjob(
     )
 
 
+def _chainer_set_paths(document: dict[str, Any]) -> SetPaths:
+    from trainjobs.kinds.chainer import spec as chainer_spec
+
+    return chainer_spec.set_paths(document)
+
+
+def _tensorflow_set_paths(document: dict[str, Any]) -> SetPaths:
+    from trainjobs.kinds.tensorflow import spec as tensorflow_spec
+
+    return tensorflow_spec.set_paths(document)
+
+
+def _pytorch_set_paths(document: dict[str, Any]) -> SetPaths:
+    from trainjobs.kinds.pytorch import spec as pytorch_spec
+
+    return pytorch_spec.set_paths(document)
+
+
+def _mpijob_set_paths(document: dict[str, Any]) -> SetPaths:
+    from trainjobs.kinds.mpijob import spec as mpijob_spec
+
+    return mpijob_spec.set_paths(document)
+
+
+def _trainjob_set_paths(document: dict[str, Any]) -> SetPaths:
+    from trainjobs.kinds.trainjob import spec as trainjob_spec
+
+    return trainjob_spec.set_paths(document)
+
+
 Parser = Callable[[dict[str, Any], str, str, GraphOptions], JobDefinition]
 
-KINDS: dict[str, Parser] = {
-    "ChainerJob": _chainer,
-    "TFJob": _tensorflow,
-    "PyTorchJob": _pytorch,
-    "MPIJob": _mpijob,
-    "TrainJob": _trainjob,
+
+@dataclass(frozen=True)
+class Kind:
+    """One job kind: how its documents are parsed, and where `--set` writes in them."""
+
+    parse: Parser
+    set_paths: Callable[[dict[str, Any]], SetPaths]
+
+
+KINDS: dict[str, Kind] = {
+    "ChainerJob": Kind(_chainer, _chainer_set_paths),
+    "TFJob": Kind(_tensorflow, _tensorflow_set_paths),
+    "PyTorchJob": Kind(_pytorch, _pytorch_set_paths),
+    "MPIJob": Kind(_mpijob, _mpijob_set_paths),
+    "TrainJob": Kind(_trainjob, _trainjob_set_paths),
 }
-"""Each kind's parser; a kind's spec models (pydantic classes, costly to build) are imported
-when a spec of that kind is parsed, not for every command."""
+"""Each kind's parser and `--set` paths; a kind's spec models (pydantic classes, costly to
+build) are imported when a spec of that kind is read, not for every command."""
+
+
+def set_paths(document: dict[str, Any]) -> SetPaths | None:
+    """Where `--set` writes in ``document``, or None when it is no job of a known kind (which
+    parsing refuses). A List (a TrainJob with its runtimes) has the paths of its one job."""
+    if document.get("kind") == "List":
+        items = document.get("items")
+        jobs = [
+            (index, item)
+            for index, item in enumerate(items if isinstance(items, list) else [])
+            if isinstance(item, dict) and item.get("kind") in KINDS
+        ]
+        if len(jobs) != 1:
+            return None
+        index, job = jobs[0]
+        found = set_paths(job)
+        return found.under(("items", index)) if found is not None else None
+    kind = document.get("kind")
+    entry = KINDS.get(kind) if isinstance(kind, str) else None
+    return entry.set_paths(document) if entry is not None else None
 
 
 def parse_job(
@@ -281,12 +341,12 @@ def parse_job(
                 )
             ],
         )
-    parser = KINDS.get(kind) if isinstance(kind, str) else None
-    if parser is None:
+    entry = KINDS.get(kind) if isinstance(kind, str) else None
+    if entry is None:
         raise SpecError(
             source, [Problem("kind", f"must be one of {', '.join(KINDS)} (got {kind!r})")]
         )
-    job = parser(document, source, namespace, options or GraphOptions())
+    job = entry.parse(document, source, namespace, options or GraphOptions())
     # Every kind's final pod templates, whatever was added to them after the spec's checks.
     warnings = list(job.warnings)
     check_graph(job.graph, source, warnings)

@@ -432,3 +432,59 @@ def test_no_region_anywhere_says_every_place_one_can_be_set(aws, tmp_path, monke
         "error: no AWS region configured: set AWS_REGION (or AWS_DEFAULT_REGION), a region in "
         "the AWS profile, or aws:region in the stack (pulumi config set aws:region REGION)\n"
     )
+
+
+# A region that is no AWS region name: botocore's own error printed it raw (or accepted it,
+# a trailing newline included), so it is refused before any client is made.
+
+REGION_FIX = "set a region name such as us-east-1"
+
+
+@pytest.mark.parametrize(
+    "region", ["us-east-1#", "us-east-1\x1b]0;owned\x07", "us-east-1\n", "US-EAST-1"]
+)
+def test_an_aws_region_that_is_no_region_name_is_refused_escaped(
+    aws, tmp_path, monkeypatch, capsys, region
+):
+    project = gpu_stack_project(tmp_path, aws["us-east-1a"])
+    monkeypatch.setenv("AWS_REGION", region)
+    assert preflight(project) == 2
+    shown = repr(region).replace("\x1b", "\\x1b").replace("\x07", "\\x07")
+    assert capsys.readouterr() == (
+        "",
+        f"error: AWS_REGION: {shown} is not an AWS region name; {REGION_FIX}\n",
+    )
+
+
+def test_a_stacks_aws_region_that_is_no_region_name_is_refused(aws, tmp_path, monkeypatch, capsys):
+    project = gpu_stack_project(tmp_path, aws["us-east-1a"])
+    stack = project / "Pulumi.test.yaml"
+    document = yaml.safe_load(stack.read_text())
+    document["config"]["aws:region"] = "eu west 1"
+    stack.write_text(yaml.safe_dump(document))
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    assert preflight(project) == 2
+    assert capsys.readouterr().err == (
+        f"error: stack config aws:region: 'eu west 1' is not an AWS region name; {REGION_FIX}\n"
+    )
+
+
+def test_a_default_region_that_is_no_region_name_names_where_it_may_come_from(
+    aws, tmp_path, monkeypatch, capsys
+):
+    project = gpu_stack_project(tmp_path, aws["us-east-1a"])
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1;")
+    assert preflight(project) == 2
+    assert capsys.readouterr().err == (
+        "error: AWS_DEFAULT_REGION or the AWS profile's region: 'us-east-1;' is not an AWS "
+        f"region name; {REGION_FIX}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "region", ["us-east-1", "us-gov-west-1", "cn-north-1", "us-isob-east-1", "eusc-de-east-1"]
+)
+def test_the_region_names_of_every_aws_partition_are_accepted(region):
+    from trainjobs.cloud.preflight import region_problem
+
+    assert region_problem(region) is None

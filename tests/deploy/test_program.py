@@ -246,14 +246,86 @@ def test_a_stack_of_jobs_from_a_list(tmp_path):
 def test_kubectl_image_and_wait_timeout_come_from_stack_config(tmp_path):
     config = {
         "trainjobs:job": "jobs/a.yaml",
-        "trainjobs:kubectlImage": "mirror.local/kubectl@sha256:0123",
+        "trainjobs:kubectlImage": f"mirror.local/kubectl@sha256:{'0123' * 16}",
         "trainjobs:clusterWaitTimeout": "120",
     }
     project = make_project(tmp_path, config, {"a.yaml": job_yaml("alpha")})
     job = by_name(run_preview("test", project))["alpha-master"]
     init = job.inputs["spec"]["template"]["spec"]["initContainers"]
-    assert {c["image"] for c in init} == {"mirror.local/kubectl@sha256:0123"}
+    assert {c["image"] for c in init} == {f"mirror.local/kubectl@sha256:{'0123' * 16}"}
     assert init[1]["env"][1] == {"name": "TRAINJOBS_WAIT_TIMEOUT_SECONDS", "value": "120"}
+
+
+def preview_error(tmp_path: Path, config: dict, capsys) -> str:
+    """What `trainjobs preview` of a stack with ``config`` prints, asserting it exits 2 having
+    written nothing."""
+    project = make_project(tmp_path, config, {"a.yaml": job_yaml("alpha")})
+    out_dir = tmp_path / "out"
+    code = main(["preview", "--stack", "test", "--project", str(project), "--out", str(out_dir)])
+    assert (code, out_dir.exists()) == (2, False)
+    return capsys.readouterr().err
+
+
+def test_entries_of_the_jobs_list_that_are_no_strings_are_named_with_their_index(tmp_path, capsys):
+    config = {"trainjobs:jobs": ["jobs/a.yaml", 1, {"a": 2}]}
+    assert preview_error(tmp_path, config, capsys) == (
+        "error: stack config trainjobs:jobs: [1] (int), [2] (dict) are not file names or "
+        'globs; list strings, e.g. ["jobs/a.yaml", "jobs/*.yaml"]\n'
+    )
+
+
+def test_a_jobs_entry_holding_a_nul_is_refused(tmp_path, capsys):
+    config = {"trainjobs:jobs": ["\0/*.yaml"]}
+    assert preview_error(tmp_path, config, capsys) == (
+        "error: stack config trainjobs:jobs: [0] '\\x00/*.yaml' holds a NUL character, which "
+        "no file name can; name the job files\n"
+    )
+
+
+@pytest.mark.parametrize("value", ["\u00b2", "\uff11\uff12", "+5", "1_0"])
+def test_a_wait_timeout_of_other_than_ascii_digits_is_refused(tmp_path, capsys, value):
+    config = {"trainjobs:job": "jobs/a.yaml", "trainjobs:clusterWaitTimeout": value}
+    assert preview_error(tmp_path, config, capsys) == (
+        "error: stack config trainjobs:clusterWaitTimeout must be a positive number of "
+        f"seconds (got {value!r})\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("kubectlImage", "registry.k8s.io/kubectl:v1.34.2\nimage: evil"),
+        ("kubectlImage", "Registry/Kubectl"),
+        ("kubectlImage", "\x1b]0;x\x07"),
+        ("tensorflowServerImage", "tensorflow/tensorflow:2.20.0 --privileged"),
+    ],
+)
+def test_an_image_setting_that_is_no_image_reference_is_refused(tmp_path, capsys, key, value):
+    config = {"trainjobs:job": "jobs/a.yaml", f"trainjobs:{key}": value}
+    shown = repr(value).replace("\x1b", "\\x1b").replace("\x07", "\\x07")
+    assert preview_error(tmp_path, config, capsys) == (
+        f"error: stack config trainjobs:{key}: {shown} is not a valid image reference "
+        "([REGISTRY/]REPOSITORY[:TAG][@DIGEST], lower-case repository); set one with "
+        f"`pulumi config set trainjobs:{key} REFERENCE`\n"
+    )
+
+
+def test_the_stacks_warnings_show_a_keys_control_characters_escaped(tmp_path, monkeypatch):
+    import pulumi
+
+    warned: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, resource=None: warned.append(message))
+    source = yaml.safe_load(job_yaml("alpha"))
+    source["spec"]["x\x1b]52;c;aGk=\x07"] = "secret"
+    project = make_project(
+        tmp_path, {"trainjobs:job": "jobs/a.yaml"}, {"a.yaml": yaml.safe_dump(source)}
+    )
+    run_preview("test", project)
+    assert warned == [
+        "ChainerJob alpha: spec.x\\x1b]52;c;aGk=\\x07: not a field of ChainerJob "
+        "kubeflow.org/v1alpha1: Kubeflow's API server keeps or drops it and its operator "
+        "ignores it, so it has no effect here"
+    ]
 
 
 def test_two_jobs_with_one_name_are_refused(tmp_path):

@@ -174,6 +174,11 @@ def test_a_token_of_another_boot_owns_nothing():
     assert not owners.owner_alive("garbage")
 
 
+def test_a_token_whose_pid_is_no_ascii_number_owns_nothing():
+    boot = owners.owner_token().partition(":")[0]
+    assert not owners.owner_alive(f"{boot}:\u00b2:1")
+
+
 # -- the project's engine settings ---------------------------------------------------------------
 
 

@@ -29,6 +29,7 @@ from trainjobs.core.job_document import metadata_problems
 from trainjobs.core.models import ObjectMeta, problem_from_pydantic
 from trainjobs.core.names import DNS1123_LABEL, JobNames, check_name_limits
 from trainjobs.core.pod_template import GPU_RESOURCE, PodTemplate, check_pod_template
+from trainjobs.core.set_paths import SetPaths, merge, replica, spec_of
 from trainjobs.core.spec_model import SpecModel, unknown_fields
 from trainjobs.kinds.chainer.flavour import MpiFlavour
 
@@ -202,6 +203,21 @@ class ChainerJobPlan:
         hostname, or, queued in a JobSet, what the Indexed child Job ``<master>-0`` gives
         its one pod (``<master>-0-0``)."""
         return f"{self.names.master}-0-0" if self.flavour.queued else self.names.master
+
+
+def set_paths(document: dict[str, Any]) -> SetPaths:
+    """Where `--set` writes: the master's images (it is one pod: no count), the worker's and
+    each worker set's count and images."""
+    spec = spec_of(document)
+    sets = spec.get("workerSets")
+    return merge(
+        replica("master", ("spec", "master"), spec.get("master"), counted=False),
+        replica("worker", ("spec", "worker"), spec.get("worker")),
+        *(
+            replica(str(name), ("spec", "workerSets", name), value)
+            for name, value in (sets.items() if isinstance(sets, dict) else ())
+        ),
+    )
 
 
 def parse(document: dict[str, Any], source: str, namespace: str = "default") -> ChainerJobPlan:

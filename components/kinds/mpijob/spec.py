@@ -40,6 +40,7 @@ from trainjobs.core.replica_spec import (
     RunSettings,
     run_settings,
 )
+from trainjobs.core.set_paths import SetPaths, replica_map
 from trainjobs.core.spec_model import SpecModel, unknown_fields
 from trainjobs.kinds.chainer.flavour import MpiFlavour
 from trainjobs.kinds.chainer.spec import ChainerJobPlan, Master, WorkerGroup
@@ -139,6 +140,11 @@ class MpiJobPlan:
     version: str
     graph: ChainerJobPlan
     run: RunSettings
+
+
+def set_paths(document: dict[str, Any]) -> SetPaths:
+    """Where `--set` writes: every version keys its replicas by type in ``mpiReplicaSpecs``."""
+    return replica_map(document, "mpiReplicaSpecs")
 
 
 def parse(

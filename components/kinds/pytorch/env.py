@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trainjobs.core.bounds import parse_count
 from trainjobs.core.graph import Manifest
 
 
@@ -68,7 +69,11 @@ def v1_env(
     """``v1``: ``rank`` and ``master_port`` are None when the job has no Master."""
     env = [_var("PYTHONUNBUFFERED", 1)]
     if rank is not None and master_port is not None:
-        nproc = int(nproc_per_node) if nproc_per_node and nproc_per_node.isdigit() else 1
+        # training-operator's getNprocPerNodeInt (pkg/controller.v1/pytorch/envvar.go): Go's
+        # strconv.Atoi, which reads ASCII digits, else 1 ('auto'; '\u00b2', which str.isdigit
+        # takes and int refuses). A sign, which Atoi also reads, is no process count.
+        counted = parse_count(nproc_per_node) if nproc_per_node else None
+        nproc = 1 if counted is None else counted
         master = f"{job}-master-0"
         env += [
             _var("MASTER_PORT", master_port),

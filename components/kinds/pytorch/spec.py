@@ -47,6 +47,7 @@ from trainjobs.core.replica_spec import (
     template_restart_warning,
     v1alpha1_restart,
 )
+from trainjobs.core.set_paths import SetPaths, replica_list, replica_map
 from trainjobs.core.spec_model import SpecModel, unknown_fields
 from trainjobs.kinds.pytorch.env import Elastic, legacy_env, v1_env
 from trainjobs.kinds.tensorflow.tf_config import cluster_spec, tf_config
@@ -220,6 +221,14 @@ SPEC_MODELS: dict[str, type[SpecModel]] = {
     "v1beta2": PyTorchJobSpecV1Beta2,
     "v1": PyTorchJobSpecV1,
 }
+
+
+def set_paths(document: dict[str, Any]) -> SetPaths:
+    """Where `--set` writes: ``v1alpha1`` lists its replicas (each naming its type in
+    ``replicaType``), later versions key them by type in ``pytorchReplicaSpecs``."""
+    if str(document.get("apiVersion")).endswith("/v1alpha1"):
+        return replica_list(document, "replicaSpecs", "replicaType")
+    return replica_map(document, "pytorchReplicaSpecs")
 
 
 def parse(

@@ -48,6 +48,7 @@ from trainjobs.core.replica_spec import (
     template_restart_warning,
     v1alpha1_restart,
 )
+from trainjobs.core.set_paths import SetPaths, replica_list, replica_map
 from trainjobs.core.spec_model import SpecModel, unknown_fields
 from trainjobs.kinds.tensorflow import parameter_server
 from trainjobs.kinds.tensorflow.tf_config import (
@@ -196,6 +197,14 @@ DEFAULT_CLEAN_POD_POLICY = {
     "v1beta2": "Running",
     "v1": "None",  # training-operator 1.6+; Running before
 }
+
+
+def set_paths(document: dict[str, Any]) -> SetPaths:
+    """Where `--set` writes: ``v1alpha1`` lists its replicas (each naming its type in
+    ``tfReplicaType``), later versions key them by type in ``tfReplicaSpecs``."""
+    if str(document.get("apiVersion")).endswith("/v1alpha1"):
+        return replica_list(document, "replicaSpecs", "tfReplicaType")
+    return replica_map(document, "tfReplicaSpecs")
 
 
 def parse(

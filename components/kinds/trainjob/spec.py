@@ -26,6 +26,7 @@ from trainjobs.core.errors import Problem
 from trainjobs.core.job_document import validate_section
 from trainjobs.core.models import ObjectMeta
 from trainjobs.core.pod_rules import check_annotation_keys, check_labels
+from trainjobs.core.set_paths import SetPaths, spec_of
 from trainjobs.core.spec_model import SpecModel, known_fields, unknown_fields
 
 KIND = "TrainJob"
@@ -184,6 +185,21 @@ class TrainJobSpec(SpecModel):
     suspend: bool | None = None
     active_deadline_seconds: int | None = None
     managed_by: str | None = None
+
+
+TRAINER_SET_NAME = "trainer"
+"""The one replica type `--set` knows in a TrainJob: its ``spec.trainer``."""
+
+
+def set_paths(document: dict[str, Any]) -> SetPaths:
+    """Where `--set` writes: the TrainJob's own trainer fields, ``numNodes`` and ``image``.
+    Trainer sets that image on the node container of the runtime's trainer-step Job only; the
+    runtime's other Jobs (initializers, MPI nodes beside a launcher) keep their images."""
+    trainer = spec_of(document).get("trainer")
+    if not isinstance(document.get("spec"), dict) or not isinstance(trainer, dict | None):
+        return SetPaths()
+    at = ("spec", "trainer")
+    return SetPaths({TRAINER_SET_NAME: (*at, "numNodes")}, {TRAINER_SET_NAME: [(*at, "image")]})
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,15 @@ def test_v1_nproc_per_node_multiplies_the_world_size():
     assert (variables["WORLD_SIZE"], variables["PET_NPROC_PER_NODE"]) == ("12", "4")
 
 
+@pytest.mark.parametrize("nproc", ["\u00b2", "\u0663", "auto"])
+def test_v1_nproc_per_node_of_other_than_ascii_digits_counts_one_process(nproc):
+    """As Go's strconv.Atoi reads it: '\u00b2' was a ValueError, '\u0663' counted 3."""
+    document = pytorchjob()
+    document["spec"]["nprocPerNode"] = nproc
+    variables = dict(env(parse(document), "Job/pt-worker-1"))
+    assert (variables["WORLD_SIZE"], variables["PET_NPROC_PER_NODE"]) == ("3", nproc)
+
+
 def test_v1_a_custom_master_port_is_master_port_everywhere():
     ports = [{"name": "pytorchjob-port", "containerPort": 24456}]
     document = pytorchjob(
