@@ -109,10 +109,17 @@ class ContainerRun(Run):
         return super().execute()
 
     def _teardown(self) -> list[str]:
+        left: list[str] = []
         try:
-            return super()._teardown()
+            left = super()._teardown()
         finally:
-            self.api.close()
+            try:
+                self.api.close()
+            finally:
+                # Once every engine pod is gone: nothing of the pods' volumes stays.
+                for pod in self.pods:
+                    left += pod.remove_volumes()  # type: ignore[attr-defined]  # container pods
+        return left
 
 
 def container_run(job: JobDefinition, plan: ClusterPlan, options: RunOptions) -> ContainerRun:
