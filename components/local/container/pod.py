@@ -45,6 +45,7 @@ from trainjobs.local import containers
 from trainjobs.local.cluster import PodPlan
 from trainjobs.local.container import subpath
 from trainjobs.local.container.kubectl import SERVICE_ACCOUNT_DIR
+from trainjobs.local.container.non_root import ContainerConfigError, non_root_problem
 from trainjobs.local.container.volumes import mount_limited, remove_pod_volumes, size_limit
 from trainjobs.local.files import inside, write_private
 from trainjobs.local.network import PodHost
@@ -269,6 +270,7 @@ class ContainerPodRun(LocalPod):
 
     def start(self, container: str) -> None:
         assert self.sandbox is not None
+        self._verify_non_root(container)
         self._mount_sub_paths(container)
         request, _ = self.requests[container]
         # The client's own environment is the engine's: the container's env is in its file.
@@ -283,6 +285,20 @@ class ContainerPodRun(LocalPod):
             self.run.sink,
         )
         self.run.publish()
+
+    def _verify_non_root(self, container: str) -> None:
+        """``runAsNonRoot`` against the image's user, as the kubelet verifies it."""
+        spec = next(
+            each
+            for group in ("initContainers", "containers")
+            for each in self.plan.spec.get(group) or []
+            if each["name"] == container
+        )
+        facts = self.run.engine.image_facts(self.requests[container][0].image)
+        pod = f"{self.name}_{self.run.plan.namespace}"
+        problem = non_root_problem(self.plan.spec, spec, facts.user if facts else "", pod)
+        if problem is not None:
+            raise ContainerConfigError(problem)
 
     def _mount_sub_paths(self, container: str) -> None:
         """Each subPath of the container opened beneath its volume and mounted through that
