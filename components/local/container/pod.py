@@ -25,6 +25,7 @@ other volume types and env sources (refused up front, naming the field).
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -160,7 +161,7 @@ class ContainerPodRun(LocalPod):
                 raise UserError(
                     f"{where}.volumeMounts[{index}]: volume {mount['name']!r} is not defined"
                 )
-            problem = path_problem(mount["mountPath"])
+            problem = path_problem(mount["mountPath"]) or _covers_own_mount(mount["mountPath"])
             if problem is not None:
                 raise UserError(
                     f"{where}.volumeMounts[{index}].mountPath: {mount['mountPath']!r} {problem}"
@@ -364,6 +365,30 @@ class ContainerPodRun(LocalPod):
                 for name, (request, _) in self.requests.items()
             },
         }
+
+
+OWN_MOUNTS = ("/etc/hosts", "/etc/resolv.conf")
+"""What every container gets mounted from the run (the kubelet mounts both too)."""
+
+
+def _covers_own_mount(mount_path: str) -> str | None:
+    """Why a volume cannot be mounted at ``mount_path`` beside the run's own mounts, or None.
+
+    The engine cleans a destination (``/root/../etc`` is ``/etc``) and refuses two mounts at
+    one (``duplicate mount destination``); a volume over a directory holding one of the
+    run's files (``/etc``, ``/``) hides the image's files there and takes the engine's mount
+    of the run's file inside it, which fails at each start, so the pod would crash-loop."""
+    cleaned = posixpath.normpath(mount_path)
+    if cleaned.startswith("//"):
+        cleaned = cleaned[1:]
+    for own in OWN_MOUNTS:
+        if cleaned == own or own.startswith(cleaned.rstrip("/") + "/"):
+            return (
+                f"is {cleaned}, {'where' if cleaned == own else 'which holds ' + own + ', where'} "
+                "a container run mounts the pod's own file (as the kubelet does); mount the "
+                "volume at another path"
+            )
+    return None
 
 
 def _write_env_file(path: Path, env: dict[str, str]) -> None:

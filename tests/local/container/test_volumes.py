@@ -12,10 +12,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import yaml
+
 from tests.conftest import REPO
 from tests.local.container.test_isolation import IMAGE, needs_image
 from tests.local.container.test_runtime import CONTAINER, QUICK_STOP, left_by, single_pod, write_job
 from tests.local.runs import Run, sigkill_run_at
+from trainjobs.cli import main
 
 WRITE_200MB = (
     'dd if=/dev/zero of=/data/big bs=1M count=200 2>/dev/null; echo "dd exit $?"; wc -c < /data/big'
@@ -78,3 +82,28 @@ def test_empty_dir_contents_of_a_sigkilled_run_go_with_trainjobs_clean(tmp_path:
     assert not any(
         str(volume) in line for line in Path("/proc/self/mountinfo").read_text().splitlines()
     )
+
+
+@pytest.mark.parametrize(
+    ("mount_path", "problem"),
+    [
+        ("/etc/hosts", "is /etc/hosts, where"),
+        ("/root/../etc", "is /etc, which holds /etc/hosts, where"),
+    ],
+)
+def test_an_ssh_auth_mount_path_over_the_pods_own_files_is_refused_before_any_pod_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture, mount_path: str, problem: str
+):
+    document = yaml.safe_load((REPO / "jobs" / "mpijob-chainermn.yaml").read_text())
+    document["spec"]["sshAuthMountPath"] = mount_path
+    job = write_job(tmp_path / "job.yaml", document)
+
+    code = main(["run", str(job), "--run-dir", str(tmp_path / "run"), *CONTAINER])
+
+    assert code == 2
+    assert capsys.readouterr().err == (
+        "error: Job/mpijob-chainermn-launcher pod template spec.containers[0].volumeMounts[3]"
+        f".mountPath: {mount_path!r} {problem} a container run mounts the pod's own file (as "
+        "the kubelet does); mount the volume at another path\n"
+    )
+    assert list((tmp_path / "run").iterdir()) == []  # no pod, key or file was made
