@@ -270,6 +270,17 @@ class Engine(ABC):
     def no_dns_flags(self) -> list[str]:
         return []
 
+    def network_subnets(self) -> list[str]:
+        """The subnets of every network the engine has (podman lists them with the networks;
+        docker's adapter inspects each)."""
+        listed = json.loads(self.call("network", "ls", "--format=json") or "[]")
+        return [
+            subnet["subnet"]
+            for network in listed
+            for subnet in network.get("subnets") or []
+            if subnet.get("subnet")
+        ]
+
     def remove_networks(self, names: Sequence[str]) -> None:
         if names:
             self.call("network", "rm", *names, check=False)

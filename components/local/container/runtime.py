@@ -92,6 +92,13 @@ class ContainerRun(Run):
         for pod in made:
             pod.provisioned = pids[pod.engine_name]
 
+    def _abandon(self, created: bool) -> None:
+        """Refused before anything started: the subnet lock goes too."""
+        network = getattr(self, "network", None)
+        if network is not None:
+            network.release()
+        super()._abandon(created)
+
     def check_ssh_transport(self, mode: str) -> None:
         """The images bring ssh and sshd; this machine only makes the run's key pair."""
         if shutil.which("ssh-keygen") is None:
