@@ -109,3 +109,16 @@ class Docker(Engine):
             networks = json.loads(self.call("network", "inspect", entry["Name"]))
             found.append(Labelled("network", entry["Name"], networks[0].get("Labels") or {}))
         return found
+
+    def network_subnets(self) -> list[str]:
+        """``network ls`` shows no subnets: each network's IPAM configuration is inspected."""
+        names = self.call("network", "ls", "--format={{.Name}}").split()
+        if not names:
+            return []
+        inspected = json.loads(self.call("network", "inspect", *names) or "[]")
+        return [
+            config["Subnet"]
+            for network in inspected
+            for config in (network.get("IPAM") or {}).get("Config") or []
+            if config.get("Subnet")
+        ]

@@ -120,11 +120,13 @@ class ImageFacts:
 
     id: str
     labels: dict[str, str]
+    user: str = ""
+    """The image's ``USER`` (``user[:group]``; empty: root)."""
 
 
-IMAGE_FACTS_FORMAT = "{{.Id}} {{json .Config.Labels}}"
-"""One ``image inspect`` answers both (podman and docker print the labels as a JSON object,
-or ``null``)."""
+IMAGE_FACTS_FORMAT = "{{.Id}} {{json .Config.Labels}} {{json .Config.User}}"
+"""One ``image inspect`` answers all three (podman and docker print the labels as a JSON
+object, or ``null``, and the user as a JSON string)."""
 
 Output = Callable[[str], None]
 
@@ -193,8 +195,12 @@ class Engine(ABC):
         text = self.call(
             "image", "inspect", "--format", IMAGE_FACTS_FORMAT, "--", reference, check=False
         ).strip()
-        identity, _, labels = text.partition(" ")
-        facts = ImageFacts(identity, json.loads(labels or "null") or {}) if identity else None
+        identity, _, rest = text.partition(" ")
+        facts = None
+        if identity:
+            labels, end = json.JSONDecoder().raw_decode(rest or "null")
+            user = json.loads(rest[end:].strip() or '""')
+            facts = ImageFacts(identity, labels or {}, user if isinstance(user, str) else "")
         with self._images_lock:
             self._images[reference] = facts
         return facts
@@ -263,6 +269,17 @@ class Engine(ABC):
 
     def no_dns_flags(self) -> list[str]:
         return []
+
+    def network_subnets(self) -> list[str]:
+        """The subnets of every network the engine has (podman lists them with the networks;
+        docker's adapter inspects each)."""
+        listed = json.loads(self.call("network", "ls", "--format=json") or "[]")
+        return [
+            subnet["subnet"]
+            for network in listed
+            for subnet in network.get("subnets") or []
+            if subnet.get("subnet")
+        ]
 
     def remove_networks(self, names: Sequence[str]) -> None:
         if names:

@@ -366,7 +366,8 @@ class Run:
         except OSError as error:  # the machine refused (a full disk): say so, no traceback
             outcome, reason, message = "Failed", "Error", _describe(error)
         except UserError as error:  # a spec problem only a running pod reveals
-            outcome, reason, message = "Failed", "Error", str(error)
+            # A runtime may name the kubelet's reason (CreateContainerConfigError).
+            outcome, reason, message = "Failed", getattr(error, "reason", "Error"), str(error)
         except Exception as error:  # a fault of the runtime: still clean up and report it
             outcome, reason, message = "Failed", "Error", f"{type(error).__name__}: {error}"
             for line in traceback.format_exc().splitlines():

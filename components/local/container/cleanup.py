@@ -13,11 +13,13 @@ owner is). Runs still going (this machine's other runs) are left alone either wa
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from trainjobs.engines.engine import OWNER_LABEL, RUN_LABEL, Engine, EngineError
 from trainjobs.engines.owners import owner_alive
 from trainjobs.engines.registry import adapter
+from trainjobs.local.container.volumes import remove_pod_volumes
 from trainjobs.local.ledger import resource_kind
 
 
@@ -64,3 +66,16 @@ def _remove_pod(entry: dict[str, Any]) -> list[str]:
 def _remove_network(entry: dict[str, Any]) -> list[str]:
     """A dead run's network (its pods went first: they were recorded after it)."""
     return _remove_recorded(entry, "network", lambda engine, names: engine.remove_networks(names))
+
+
+@resource_kind("container-pod-volumes")
+def _remove_volumes(entry: dict[str, Any]) -> list[str]:
+    """A dead run's subPath and emptyDir mounts and its emptyDirs' contents (its pod went
+    first: it was recorded after them)."""
+    directory = Path(entry["directory"])
+    empty_dirs = [Path(path) for path in entry.get("emptyDirs") or []]
+    present = [path for path in empty_dirs if path.exists()]
+    left = remove_pod_volumes(directory, empty_dirs)
+    if left:
+        raise OSError(f"left {', '.join(left)}")
+    return [f"emptyDir {path}" for path in present]

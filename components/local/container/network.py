@@ -1,7 +1,11 @@
 """A container run's network: a private engine network, a fixed address per pod, its hosts file.
 
 Each run gets its own engine network ``tj-<run id>``, ``--internal`` (no route beyond this
-machine) with its own /24 of 198.18.0.0/15; the engine gives the host bridge the gateway
+machine) with its own /24 of 198.18.0.0/15: the first one, from the run id's on, that no
+engine network holds (the engine refuses a subnet already used). The pods' addresses are
+known from then on (a pod's env may hold its IP), so the choice and the network's creation
+are made under one lock in the state directory, which concurrent runs take in turn: two of
+them cannot pick the same free /24. The engine gives the host bridge the gateway
 address ``.1`` (so, unlike the process runtime's pods, containers reach services listening on
 all of the host's addresses) and pods take the next addresses. Names resolve as in the process
 runtime, from the same hosts file and ``resolv.conf``
@@ -12,15 +16,40 @@ engine's DNS is not used.
 
 from __future__ import annotations
 
+import fcntl
+import ipaddress
+import os
 from pathlib import Path
 
 from trainjobs.core.errors import UserError
-from trainjobs.engines.engine import RUN_LABEL, Engine
-from trainjobs.local.ledger import Ledger
+from trainjobs.engines.engine import RUN_LABEL, Engine, EngineError
+from trainjobs.local.ledger import Ledger, state_directory
 from trainjobs.local.network import POD_SUBNETS, PodHost, PodName, hosts_file, resolv_conf
 
 NETWORK_PREFIX = "tj-"
 _MAX_PODS = 252
+LOCK_NAME = "container-subnets.lock"
+"""In the state directory: held from a run's choice of subnet to its network's creation."""
+
+
+def free_subnet(taken: list[str], run_id: str) -> ipaddress.IPv4Network:
+    """The first /24 of :data:`POD_SUBNETS`, from the run id's on, that overlaps none of
+    ``taken`` (the engine networks' subnets)."""
+    used = [
+        network
+        for text in taken
+        if isinstance(network := ipaddress.ip_network(text, strict=False), ipaddress.IPv4Network)
+    ]
+    candidates = list(POD_SUBNETS.subnets(new_prefix=24))
+    start = int(run_id, 16) % len(candidates)
+    for offset in range(len(candidates)):
+        candidate = candidates[(start + offset) % len(candidates)]
+        if not any(candidate.overlaps(network) for network in used):
+            return candidate
+    raise EngineError(
+        f"every /24 of {POD_SUBNETS} is used by another engine network; remove some "
+        "(`podman network ls`)"
+    )
 
 
 class ContainerNetwork:
@@ -43,7 +72,17 @@ class ContainerNetwork:
         self.mode = engine.name
         self.labels = labels
         self.namespace = namespace
-        self.subnet = list(POD_SUBNETS.subnets(new_prefix=24))[int(run_id, 16) % 512]
+        self._lock: int | None = os.open(
+            state_directory() / LOCK_NAME,
+            os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o600,
+        )
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX)
+            self.subnet = free_subnet(engine.network_subnets(), run_id)
+        except BaseException:
+            self.release()
+            raise
         addresses = list(self.subnet.hosts())
         self.gateway = addresses[0]
         self.hosts = [
@@ -69,10 +108,20 @@ class ContainerNetwork:
             name=self.name,
             run=self.run_id,
         )
-        self.engine.create_network(self.name, str(self.subnet), str(self.gateway), self.labels)
+        try:
+            self.engine.create_network(self.name, str(self.subnet), str(self.gateway), self.labels)
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        """Let the next run choose its subnet (once this one's network exists, or never will)."""
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
 
     def down(self) -> list[str]:
         """Remove every pod and container of the run, then the network; what is left."""
+        self.release()
         label = f"{RUN_LABEL}={self.run_id}"
         found = self.engine.labelled(label)
         self.engine.remove_pods([item.name for item in found if item.kind == "pod"])

@@ -24,6 +24,8 @@ other volume types and env sources (refused up front, naming the field).
 
 from __future__ import annotations
 
+import os
+import posixpath
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -42,7 +44,10 @@ from trainjobs.engines.engine import (
 from trainjobs.engines.owners import start_time
 from trainjobs.local import containers
 from trainjobs.local.cluster import PodPlan
+from trainjobs.local.container import subpath
 from trainjobs.local.container.kubectl import SERVICE_ACCOUNT_DIR
+from trainjobs.local.container.non_root import ContainerConfigError, non_root_problem
+from trainjobs.local.container.volumes import mount_limited, remove_pod_volumes, size_limit
 from trainjobs.local.files import inside, write_private
 from trainjobs.local.network import PodHost
 from trainjobs.local.pod_run import SHARED_CORES_ENV, LocalPod
@@ -93,8 +98,10 @@ class ContainerPodRun(LocalPod):
     def __init__(self, plan: PodPlan, host: PodHost, run: ContainerRun) -> None:
         super().__init__(plan, host, run)
         self.engine_name = f"{run.network.name}-{plan.name}"
-        self.sub_paths: dict[str, list[tuple[str, Path, str]]] = {}
-        """Container -> (field, volume directory, subPath): checked again at each start."""
+        self.sub_paths: dict[str, list[tuple[str, Path, str, Path]]] = {}
+        """Container -> (field, volume directory, subPath, staging path): mounted at each
+        start (:mod:`.subpath`)."""
+        self.volumes_recorded = False
         self.requests = {
             container["name"]: self._request(group, index, container)
             for group in ("initContainers", "containers")
@@ -154,23 +161,36 @@ class ContainerPodRun(LocalPod):
                 raise UserError(
                     f"{where}.volumeMounts[{index}]: volume {mount['name']!r} is not defined"
                 )
-            problem = path_problem(mount["mountPath"])
+            problem = path_problem(mount["mountPath"]) or _covers_own_mount(mount["mountPath"])
             if problem is not None:
                 raise UserError(
                     f"{where}.volumeMounts[{index}].mountPath: {mount['mountPath']!r} {problem}"
                 )
             if mount.get("subPath"):
-                # Validation refused '..' and absolute paths; inside() checks symlinks too.
-                field = f"{where}.volumeMounts[{index}].subPath"
-                self.sub_paths.setdefault(container["name"], []).append(
-                    (field, source, mount["subPath"])
-                )
-                source = inside(source, mount["subPath"])
+                source = self._sub_path(container["name"], index, mount, source, where)
             # configMap and secret volumes are always mounted read-only by the kubelet.
             volume = volumes[mount["name"]]
             read_only = bool(mount.get("readOnly")) or "configMap" in volume or "secret" in volume
             mounts.append(Mount(source, mount["mountPath"], read_only))
         return tuple(mounts)
+
+    def _sub_path(
+        self, container: str, index: int, mount: dict[str, Any], volume: Path, where: str
+    ) -> Path:
+        """The staging path the engine mounts for a subPath (:mod:`.subpath`)."""
+        field = f"{where}.volumeMounts[{index}].subPath"
+        # Validation refused '..' and absolute paths; the mount at start refuses any link out.
+        inside(volume, mount["subPath"])
+        if os.geteuid() != 0:
+            raise UserError(
+                f"{field}: {mount['subPath']!r}: a container run mounts a subPath through an "
+                "open descriptor, as the kubelet does (a path could be swapped for a link "
+                "before the engine mounts it), which needs root: run as root, or use "
+                "--runtime process"
+            )
+        staging = subpath.staging_path(self.directory, mount["name"], container, index)
+        self.sub_paths.setdefault(container, []).append((field, volume, mount["subPath"], staging))
+        return staging
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -180,15 +200,16 @@ class ContainerPodRun(LocalPod):
         # Files keep the volume's mode (the ssh key: 0400), readable in the container by
         # its owner only, as the kubelet writes them; an emptyDir is writable by whichever
         # user a container runs as.
+        self._record_volumes()
+        for directory in self._empty_dirs().values():
+            subpath.detach(directory)  # the previous pod's size-limited tmpfs
         self._write_volumes({"configMap": 0o755, "secret": 0o755, "emptyDir": 0o777})
+        for volume in self.plan.spec.get("volumes") or []:
+            size = size_limit(volume) if "emptyDir" in volume else None
+            if size is not None:
+                mount_limited(self.volume_dirs[volume["name"]], size)
         if self.plan.service_account is not None:
             self.run.api.listen(self)
-        for request, _ in self.requests.values():
-            for mount in request.mounts:
-                # The kubelet creates a subPath of an emptyDir on first use.
-                if not mount.source.exists() and self.directory in mount.source.parents:
-                    mount.source.mkdir(parents=True)
-                    mount.source.chmod(0o777)
         env_dir = self.directory / "env"
         env_dir.mkdir(parents=True, exist_ok=True)
         env_dir.chmod(0o700)
@@ -202,8 +223,33 @@ class ContainerPodRun(LocalPod):
         self.sandbox = PodSandbox(pid)
         self.run.publish()
 
+    def _empty_dirs(self) -> dict[str, Path]:
+        return {
+            volume["name"]: self.volume_dirs[volume["name"]]
+            for volume in self.plan.spec.get("volumes") or []
+            if volume.get("emptyDir") is not None
+        }
+
+    def _record_volumes(self) -> None:
+        """The pod's mounts and emptyDirs, in the ledger before the first is made, once."""
+        if not self.volumes_recorded:
+            self.run.ledger.record(
+                "container-pod-volumes",
+                directory=str(self.directory),
+                emptyDirs=[str(path) for path in self._empty_dirs().values()],
+            )
+            self.volumes_recorded = True
+
+    def remove_volumes(self) -> list[str]:
+        """Once the pod is gone: its subPath and tmpfs mounts, its emptyDirs' contents."""
+        if not self.volumes_recorded:
+            return []
+        return remove_pod_volumes(self.directory, list(self._empty_dirs().values()))
+
     def record(self) -> None:
-        """In the run's ledger before the engine pod exists (crash safety), once."""
+        """In the run's ledger before the engine pod exists (crash safety), once; its volumes
+        before it, so that a killed run's clean-up removes the pod first."""
+        self._record_volumes()
         if self.engine_name not in self.run.recorded_pods:
             self.run.ledger.record(
                 "engine-pod",
@@ -225,7 +271,8 @@ class ContainerPodRun(LocalPod):
 
     def start(self, container: str) -> None:
         assert self.sandbox is not None
-        self._check_sub_paths(container)
+        self._verify_non_root(container)
+        self._mount_sub_paths(container)
         request, _ = self.requests[container]
         # The client's own environment is the engine's: the container's env is in its file.
         spec = ProcessSpec(
@@ -240,18 +287,37 @@ class ContainerPodRun(LocalPod):
         )
         self.run.publish()
 
-    def _check_sub_paths(self, container: str) -> None:
-        """A container that ran before (an init container) may have replaced a subPath of an
-        emptyDir by a link out of it: the engine would follow it on the host. Checked again
-        here, as the kubelet checks a subPath when it starts each container; a container still
-        running beside this one could swap it after the check (see README, Isolation)."""
-        for field, volume, sub_path in self.sub_paths.get(container, []):
+    def _verify_non_root(self, container: str) -> None:
+        """``runAsNonRoot`` against the image's user, as the kubelet verifies it."""
+        spec = next(
+            each
+            for group in ("initContainers", "containers")
+            for each in self.plan.spec.get(group) or []
+            if each["name"] == container
+        )
+        facts = self.run.engine.image_facts(self.requests[container][0].image)
+        pod = f"{self.name}_{self.run.plan.namespace}"
+        problem = non_root_problem(self.plan.spec, spec, facts.user if facts else "", pod)
+        if problem is not None:
+            raise ContainerConfigError(problem)
+
+    def _mount_sub_paths(self, container: str) -> None:
+        """Each subPath of the container opened beneath its volume and mounted through that
+        descriptor at its staging path, as the kubelet prepares subPaths at each start: a
+        container that ran before (an init container) or runs beside this one may have
+        replaced it with a link out of the volume, or may swap one in at any moment."""
+        for field, volume, sub_path, staging in self.sub_paths.get(container, []):
             try:
-                inside(volume, sub_path)
-            except UserError:
+                subpath.bind(volume, sub_path, staging)
+            except subpath.LinkFound:
                 raise UserError(
                     f"{field}: {sub_path!r} now leads outside its volume (a container replaced "
                     f"it with a link); container {container} of pod {self.name} is not started"
+                ) from None
+            except OSError as error:
+                raise UserError(
+                    f"{field}: {sub_path!r} cannot be mounted ({error.strerror}); container "
+                    f"{container} of pod {self.name} is not started"
                 ) from None
 
     def finish(self, container: str) -> None:
@@ -299,6 +365,30 @@ class ContainerPodRun(LocalPod):
                 for name, (request, _) in self.requests.items()
             },
         }
+
+
+OWN_MOUNTS = ("/etc/hosts", "/etc/resolv.conf")
+"""What every container gets mounted from the run (the kubelet mounts both too)."""
+
+
+def _covers_own_mount(mount_path: str) -> str | None:
+    """Why a volume cannot be mounted at ``mount_path`` beside the run's own mounts, or None.
+
+    The engine cleans a destination (``/root/../etc`` is ``/etc``) and refuses two mounts at
+    one (``duplicate mount destination``); a volume over a directory holding one of the
+    run's files (``/etc``, ``/``) hides the image's files there and takes the engine's mount
+    of the run's file inside it, which fails at each start, so the pod would crash-loop."""
+    cleaned = posixpath.normpath(mount_path)
+    if cleaned.startswith("//"):
+        cleaned = cleaned[1:]
+    for own in OWN_MOUNTS:
+        if cleaned == own or own.startswith(cleaned.rstrip("/") + "/"):
+            return (
+                f"is {cleaned}, {'where' if cleaned == own else 'which holds ' + own + ', where'} "
+                "a container run mounts the pod's own file (as the kubelet does); mount the "
+                "volume at another path"
+            )
+    return None
 
 
 def _write_env_file(path: Path, env: dict[str, str]) -> None:

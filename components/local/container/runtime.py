@@ -92,6 +92,13 @@ class ContainerRun(Run):
         for pod in made:
             pod.provisioned = pids[pod.engine_name]
 
+    def _abandon(self, created: bool) -> None:
+        """Refused before anything started: the subnet lock goes too."""
+        network = getattr(self, "network", None)
+        if network is not None:
+            network.release()
+        super()._abandon(created)
+
     def check_ssh_transport(self, mode: str) -> None:
         """The images bring ssh and sshd; this machine only makes the run's key pair."""
         if shutil.which("ssh-keygen") is None:
@@ -109,10 +116,17 @@ class ContainerRun(Run):
         return super().execute()
 
     def _teardown(self) -> list[str]:
+        left: list[str] = []
         try:
-            return super()._teardown()
+            left = super()._teardown()
         finally:
-            self.api.close()
+            try:
+                self.api.close()
+            finally:
+                # Once every engine pod is gone: nothing of the pods' volumes stays.
+                for pod in self.pods:
+                    left += pod.remove_volumes()  # type: ignore[attr-defined]  # container pods
+        return left
 
 
 def container_run(job: JobDefinition, plan: ClusterPlan, options: RunOptions) -> ContainerRun:
