@@ -74,7 +74,7 @@ def _directory(value: str) -> Path:
 
 def namespace_argument(value: str) -> str:
     """``--namespace``: a DNS-1123 label, as the API server requires of a namespace."""
-    from trainjobs.core.job_document import namespace_problems
+    from trainjobs.core.names import namespace_problems
 
     problems = namespace_problems(value, "--namespace")
     if problems:

@@ -23,6 +23,8 @@ from trainjobs.core.terminal import escape
 if TYPE_CHECKING:
     from trainjobs.cluster.discovery import JobState
     from trainjobs.cluster.logs import LogFollower
+    from trainjobs.cluster.rest import JsonClient
+    from trainjobs.cluster.target import WatchTarget
 
 
 def _cluster_arguments(parser: argparse.ArgumentParser) -> None:
@@ -169,8 +171,6 @@ def _retry(args: argparse.Namespace, command: str) -> RetryPolicy:
 
 def watch_command(args: argparse.Namespace) -> int:
     """`trainjobs watch`: 0 if the job succeeded and its workers stopped, else 1."""
-    from trainjobs.cluster.client import load_api_client
-
     timeout = parse_duration(
         args.timeout, key="--timeout", fix=f"trainjobs watch {args.name} --timeout 24h"
     )
@@ -179,17 +179,29 @@ def watch_command(args: argparse.Namespace) -> int:
     if args.selector is not None and not args.selector.strip():
         raise UserError("--selector: expected labels such as training.kubeflow.org/job-name=JOB")
     selector = args.selector.strip() if args.selector else None
-    api = load_api_client(args.kubeconfig, args.context)
+    from trainjobs.cluster.client import connect, load_api_client
+
+    explicit = bool(workers) or selector is not None
+    client = connect(args.kubeconfig, args.context)
+    try:
+        target = None if explicit else _find(args, client, retry)
+    finally:
+        if client.wrapped is None:
+            client.close()
+    # Watching needs the kubernetes client (its watch streams and models); finding the job
+    # needed none, so it loads now, after the first requests have gone out. A client that
+    # already sends through one (an exec plugin's credentials...) hands it over.
+    api = client.wrapped or load_api_client(args.kubeconfig, args.context)
     resume = (
         f"run `trainjobs watch {args.name} --namespace {args.namespace}` again to keep watching"
     )
     logs = _Logs(args, api, timeout, retry)
     try:
-        if workers or selector is not None:
+        if explicit:
             logs.follow(args.name)
             outcome = _watch_explicit(args, api, workers, selector, timeout, retry, resume)
         else:
-            outcome = _watch_by_name(args, api, timeout, retry, resume, logs)
+            outcome = _watch_by_name(args, api, target, timeout, retry, resume, logs)
     except JobWatchTimeout as timed_out:
         if args.json:
             print(json.dumps(timed_out.to_json(), indent=2))
@@ -205,6 +217,18 @@ def watch_command(args: argparse.Namespace) -> int:
     else:
         _report(outcome.describe(), error=not ok)
     return 0 if ok else 1
+
+
+def _find(args: argparse.Namespace, client: JsonClient, retry: RetryPolicy) -> WatchTarget | None:
+    """The training job called NAME; else None when a Job called NAME exists (the explicit
+    form without workers, as `trainjobs watch MASTER` always worked); else an error naming
+    the jobs."""
+    from trainjobs.cluster.discovery import find_target, job_exists, list_targets, unknown_job
+
+    target = find_target(client, args.namespace, args.name, retry=retry)
+    if target is not None or job_exists(client, args.namespace, args.name, retry=retry):
+        return target
+    raise unknown_job(args.name, args.namespace, list_targets(client, args.namespace, retry=retry))
 
 
 class _Logs:
@@ -271,17 +295,15 @@ def _watch_explicit(
 def _watch_by_name(
     args: argparse.Namespace,
     api: Any,
+    target: WatchTarget | None,
     timeout: float,
     retry: RetryPolicy,
     resume: str,
     logs: _Logs,
 ) -> Outcome:
-    """The training job called NAME; else a Job called NAME (the explicit form without
-    workers, as `trainjobs watch MASTER` always worked); else an error naming the jobs."""
-    from trainjobs.cluster.discovery import find_target, job_exists, list_targets, unknown_job
+    """The training job ``target``, or with none the Job called NAME."""
     from trainjobs.cluster.supervisor import WatchOptions, run_watch, see_through
 
-    target = find_target(api, args.namespace, args.name, retry=retry)
     if target is not None:
         _stderr(
             f"watching {target.kind} {target.key}: "
@@ -293,18 +315,16 @@ def _watch_by_name(
             timeout_seconds=timeout, report=_stderr, resume_hint=resume, retry=retry
         )
         return see_through(api, target, options=options)
-    if job_exists(api, args.namespace, args.name, retry=retry):
-        logs.follow(args.name)
-        return run_watch(
-            api,
-            args.namespace,
-            args.name,
-            timeout_seconds=timeout,
-            report=_stderr,
-            resume_hint=resume,
-            retry=retry,
-        )
-    raise unknown_job(args.name, args.namespace, list_targets(api, args.namespace, retry=retry))
+    logs.follow(args.name)
+    return run_watch(
+        api,
+        args.namespace,
+        args.name,
+        timeout_seconds=timeout,
+        report=_stderr,
+        resume_hint=resume,
+        retry=retry,
+    )
 
 
 STATUS_POLL_SECONDS = 2.0
@@ -322,7 +342,7 @@ def _sleep(seconds: float) -> None:
 
 def status_command(args: argparse.Namespace) -> int:
     """`trainjobs status [JOB] [--watch]`: one line per training job with its phase."""
-    from trainjobs.cluster.client import load_api_client
+    from trainjobs.cluster.client import connect
 
     retry = _retry(args, "status")
     limit = None
@@ -335,7 +355,7 @@ def status_command(args: argparse.Namespace) -> int:
         limit = parse_duration(
             args.timeout, key="--timeout", fix="trainjobs status --watch --timeout 1h"
         )
-    api = load_api_client(args.kubeconfig, args.context)
+    api = connect(args.kubeconfig, args.context)
     try:
         states = _job_states(api, args, retry)
         now = _now()

@@ -21,7 +21,7 @@ from trainjobs.core.graph import (
     MPI_TRANSPORTS,
     GraphOptions,
 )
-from trainjobs.core.job_document import namespace_problems
+from trainjobs.core.names import namespace_problems
 from trainjobs.deploy.completion import OUTCOME_FIELDS, WatchSettings
 from trainjobs.deploy.component import TrainingJob
 from trainjobs.deploy.infra_stack import IMAGES_OUTPUT, PROFILES_OUTPUT, InfraStack, pool_profile
