@@ -10,20 +10,20 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from trainjobs.cli.jobs import namespace_argument
+from trainjobs.cli.arguments import namespace_argument
 from trainjobs.cluster.errors import DEFAULT_RETRY, RetryPolicy
-from trainjobs.cluster.outcome import Outcome
-from trainjobs.cluster.scaling import WorkerRef
-from trainjobs.cluster.status import human_duration
-from trainjobs.cluster.watch import JobWatchTimeout
 from trainjobs.core.durations import parse_duration
 from trainjobs.core.errors import UserError
 from trainjobs.core.terminal import escape
 
+# What only watching uses (the watch loop, scaling, outcomes) loads once the job is found:
+# `status`, and `watch` up to its first request, run without it.
 if TYPE_CHECKING:
     from trainjobs.cluster.discovery import JobState
     from trainjobs.cluster.logs import LogFollower
+    from trainjobs.cluster.outcome import Outcome
     from trainjobs.cluster.rest import JsonClient
+    from trainjobs.cluster.scaling import WorkerRef
     from trainjobs.cluster.target import WatchTarget
 
 
@@ -171,6 +171,8 @@ def _retry(args: argparse.Namespace, command: str) -> RetryPolicy:
 
 def watch_command(args: argparse.Namespace) -> int:
     """`trainjobs watch`: 0 if the job succeeded and its workers stopped, else 1."""
+    from trainjobs.cluster.scaling import WorkerRef
+
     timeout = parse_duration(
         args.timeout, key="--timeout", fix=f"trainjobs watch {args.name} --timeout 24h"
     )
@@ -192,6 +194,8 @@ def watch_command(args: argparse.Namespace) -> int:
     # needed none, so it loads now, after the first requests have gone out. A client that
     # already sends through one (an exec plugin's credentials...) hands it over.
     api = client.wrapped or load_api_client(args.kubeconfig, args.context)
+    from trainjobs.cluster.watch import JobWatchTimeout
+
     resume = (
         f"run `trainjobs watch {args.name} --namespace {args.namespace}` again to keep watching"
     )
@@ -447,4 +451,6 @@ def _print_states(
 
 
 def _human(seconds: float | None) -> str:
+    from trainjobs.cluster.status import human_duration
+
     return "<none>" if seconds is None else human_duration(seconds)

@@ -15,19 +15,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainjobs.cluster.errors import DEFAULT_RETRY, RetryPolicy, call_with_retries
 from trainjobs.cluster.objects import read_list
-from trainjobs.cluster.record import FinishedRun, annotations_of, read_record
-from trainjobs.cluster.responses import check_job, check_list, check_metadata
-from trainjobs.cluster.rest import JsonClient, segment
-from trainjobs.cluster.rules import decide
-from trainjobs.cluster.status import SUSPENDED, TERMINAL_PHASES, JobStatus
-from trainjobs.cluster.target import WATCH_ANNOTATION, WatchTarget
-from trainjobs.cluster.watch import job_statuses, jobs_by_name
+from trainjobs.cluster.responses import check_list, check_metadata
+from trainjobs.cluster.rest import segment
 from trainjobs.core.errors import UserError
 from trainjobs.core.labels import JOB_NAME, MANAGED_BY
+
+# The first requests go out before the rest loads: a job's target, rules and phase are
+# read from their answers.
+if TYPE_CHECKING:
+    from trainjobs.cluster.record import FinishedRun
+    from trainjobs.cluster.rest import JsonClient
+    from trainjobs.cluster.status import JobStatus
+    from trainjobs.cluster.target import WatchTarget
 
 MANAGED = f"app.kubernetes.io/managed-by={MANAGED_BY}"
 
@@ -56,6 +59,9 @@ def _anchors(
 
 
 def _target_of(kind: str, obj: Any) -> WatchTarget | None:
+    from trainjobs.cluster.record import annotations_of
+    from trainjobs.cluster.target import WATCH_ANNOTATION, WatchTarget
+
     text = annotations_of(obj).get(WATCH_ANNOTATION)
     if not text:
         return None
@@ -135,6 +141,8 @@ class JobState:
         DURATION); None before it starts, or once its Jobs are gone."""
         if self.started is None:
             return None
+        from trainjobs.cluster.status import TERMINAL_PHASES
+
         if self.ended is None and self.phase in TERMINAL_PHASES:
             return None
         return ((self.ended or now) - self.started).total_seconds()
@@ -162,6 +170,11 @@ def job_state(
 ) -> JobState:
     """The job's phase from its Jobs (Kubeflow's rules, as the watcher applies them) and
     its recorded run: Pending, Running, Suspended, Succeeded, Failed, or Missing."""
+    from trainjobs.cluster.responses import check_job
+    from trainjobs.cluster.rules import decide
+    from trainjobs.cluster.status import SUSPENDED
+    from trainjobs.cluster.watch import job_statuses, jobs_by_name
+
     timeout = (retry.connect_timeout, retry.request_timeout)
     what = f"list the Jobs of {target.key}"
     path = f"/apis/batch/v1/namespaces/{segment(target.namespace)}/jobs"
@@ -202,6 +215,8 @@ def job_state(
 
 
 def _recorded(api: JsonClient, target: WatchTarget, retry: RetryPolicy) -> FinishedRun | None:
+    from trainjobs.cluster.record import read_record
+
     if target.anchor is None:
         return None
     return read_record(api, target.namespace, target.anchor, retry=retry)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import http.client
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -99,6 +98,8 @@ class ClusterUnreachable(ClusterAccessError):
 def is_transient(error: BaseException) -> bool:
     """Worth retrying: connection trouble, timeouts, 429 and 5xx (an API server restarting,
     overloaded or behind a load balancer that is rolling)."""
+    import http.client
+
     import urllib3
 
     refusal = as_api_error(error)

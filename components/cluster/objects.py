@@ -73,7 +73,7 @@ def _value(key: str, value: Any, what: str) -> Any:
 
 
 def _datetime(text: str, what: str) -> Any:
-    from dateutil.parser import parse
+    from dateutil.parser import parse  # type: ignore[import-untyped]
 
     try:
         return parse(text)

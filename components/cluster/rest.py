@@ -4,7 +4,7 @@
 client's models (its package imports them all, seconds per command) are not needed for
 that. A :class:`JsonClient` sends the requests the kubernetes client would send (same URL,
 query, ``Authorization`` header and TLS settings as its ``RESTClientObject``), through the
-same bounded transport (:mod:`trainjobs.cluster.transport`), and fails the same way: an
+same bounds (:mod:`trainjobs.cluster.exchange`), and fails the same way: an
 answer outside 2xx is an :class:`~trainjobs.cluster.api_error.ApiError` with its status and
 reason, a TLS failure one with status 0.
 
@@ -15,15 +15,20 @@ kubernetes client can authenticate (exec plugins, auth providers...), around tha
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import shutil
+import socket
+import ssl
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode, urlsplit
 
 from trainjobs.cluster.api_error import ApiError
+from trainjobs.cluster.exchange import Exchange, ResponseTooSlow, read_all
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -73,53 +78,33 @@ class JsonClient:
 
     @classmethod
     def direct(cls, endpoint: Endpoint) -> JsonClient:
-        """A client of its own, set up as ``kubernetes.client.rest.RESTClientObject`` sets
-        up its pool manager from the same settings."""
-        import ssl
-
-        import urllib3
-
-        from trainjobs.cluster.transport import BoundedPoolManager
-
+        """A client of its own, with the TLS settings ``kubernetes.client.rest.RESTClientObject``
+        gives its pool manager, on the standard library's HTTP client (urllib3 alone costs
+        as much to import as the rest of `trainjobs status`)."""
         files = _PemFiles()
-        options: dict[str, Any] = {
-            "cert_reqs": ssl.CERT_REQUIRED if endpoint.verify else ssl.CERT_NONE,
-            "cert_file": files.path(endpoint.client_cert),
-            "key_file": files.path(endpoint.client_key),
-        }
-        ca = files.path(endpoint.ca)
-        if ca is None:
-            import certifi
-
-            ca = certifi.where()
-        options["ca_certs"] = ca
-        if endpoint.tls_server_name:
-            options["server_hostname"] = endpoint.tls_server_name
-        pool = BoundedPoolManager(urllib3.PoolManager(num_pools=4, maxsize=4, **options))
+        connections = _Connections(endpoint, files)
         headers = {"Accept": "application/json", "User-Agent": "trainjobs"}
         if endpoint.authorization is not None:
             headers["authorization"] = endpoint.authorization
 
         def send(path: str, query: Mapping[str, str], timeout: tuple[float, float]) -> bytes:
-            try:
-                response = pool.request(
-                    "GET",
-                    endpoint.host + path,
-                    fields=dict(query),
-                    headers=headers,
-                    timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]),
-                )
-            except urllib3.exceptions.SSLError as error:
-                raise ApiError(0, f"{type(error).__name__}\n{error}") from None
-            if not 200 <= response.status <= 299:
-                raise ApiError(response.status, response.reason)
-            return bytes(response.data)
+            target = path + ("?" + urlencode(query) if query else "")
+            seconds = max(timeout)
+            deadline = time.monotonic() + seconds
+            exchange = Exchange(connections, ("GET", target, headers, timeout), {})
+            kind, value = exchange.next(deadline)
+            if kind == "late":
+                raise ResponseTooSlow(f"no response from {path} within {seconds:g}s")
+            if kind == "error":
+                if isinstance(value, ssl.SSLError):  # as RESTClientObject.request reports it
+                    raise ApiError(0, f"{type(value).__name__}\n{value}") from None
+                raise value
+            body = read_all(exchange, deadline, f"GET {path}", seconds)
+            if not 200 <= value.status <= 299:
+                raise ApiError(value.status, value.reason)
+            return body
 
-        def close() -> None:
-            pool.clear()
-            files.remove()
-
-        return cls(endpoint.host, send, close)
+        return cls(endpoint.host, send, files.remove)
 
     @classmethod
     def through(cls, api: ApiClient) -> JsonClient:
@@ -165,3 +150,78 @@ class _PemFiles:
             with contextlib.suppress(OSError):
                 shutil.rmtree(self.directory)
             self.directory = None
+
+
+class _Connections:
+    """Opens a connection to the endpoint's server for each request (a command sends a
+    handful), for :class:`~trainjobs.cluster.exchange.Exchange` to run in its thread."""
+
+    def __init__(self, endpoint: Endpoint, files: _PemFiles) -> None:
+        self.url = urlsplit(endpoint.host)
+        self.context: ssl.SSLContext | None = None
+        self.server_name = endpoint.tls_server_name or self.url.hostname
+        if self.url.scheme == "https":
+            self.context = _tls_context(endpoint, files)
+
+    def request(
+        self,
+        method: str,
+        target: str,
+        headers: Mapping[str, str],
+        timeout: tuple[float, float],
+        preload_content: bool = False,
+    ) -> _Response:
+        """Connect within ``timeout[0]``, then each read within ``timeout[1]``."""
+        default_port = 443 if self.context is not None else 80
+        host, port = self.url.hostname or "localhost", self.url.port or default_port
+        connection = http.client.HTTPConnection(host, port, timeout=timeout[0])
+        connection.connect()
+        if self.context is not None:
+            assert connection.sock is not None
+            connection.sock = self.context.wrap_socket(
+                connection.sock, server_hostname=self.server_name
+            )
+        assert connection.sock is not None
+        connection.sock.settimeout(timeout[1])
+        # The server's own path prefix (a proxy's), as the kubernetes client joins them.
+        connection.request(method, self.url.path.rstrip("/") + target, headers=dict(headers))
+        return _Response(connection, connection.getresponse())
+
+
+class _Response:
+    """An answer, with what the exchange calls on it."""
+
+    def __init__(self, connection: http.client.HTTPConnection, answer: Any) -> None:
+        self.connection = connection
+        self.answer = answer
+        self.status: int = answer.status
+        self.reason: str = answer.reason
+
+    def read1(self, size: int) -> bytes:
+        return bytes(self.answer.read1(size))
+
+    def shutdown(self) -> None:
+        if self.connection.sock is not None:
+            self.connection.sock.shutdown(socket.SHUT_RDWR)
+
+    def release_conn(self) -> None:
+        self.connection.close()
+
+
+def _tls_context(endpoint: Endpoint, files: _PemFiles) -> ssl.SSLContext:
+    """As urllib3 sets it up from ``RESTClientObject``'s arguments: the kubeconfig's CA
+    (else certifi's bundle, as the kubernetes client uses), no checks at all when it says
+    ``insecure-skip-tls-verify``, and its client certificate."""
+    ca = files.path(endpoint.ca)
+    if ca is None:
+        import certifi
+
+        ca = certifi.where()
+    context = ssl.create_default_context(cafile=ca)
+    if not endpoint.verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    cert = files.path(endpoint.client_cert)
+    if cert is not None:
+        context.load_cert_chain(cert, files.path(endpoint.client_key))
+    return context
