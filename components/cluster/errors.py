@@ -9,7 +9,6 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from trainjobs.cluster.api_error import as_api_error
-from trainjobs.cluster.diagnosis import describe_error
 from trainjobs.core.durations import format_duration
 from trainjobs.core.errors import UserError
 
@@ -129,6 +128,8 @@ def access_error(error: BaseException, action: str, namespace: str) -> ClusterAc
             "patch on jobs, list and delete on pods, get on pods/log, patch on "
             "statefulsets/scale, list, get and patch on services and configmaps"
         )
+    from trainjobs.cluster.diagnosis import describe_error
+
     return ClusterAccessError(
         f"the Kubernetes API refused to {action} ({describe_error(error)}){hint}"
     )
@@ -174,6 +175,8 @@ def call_with_retries(
             last: BaseException = error
         waited = time.monotonic() - started
         if waited >= retry.first_contact_seconds:
+            from trainjobs.cluster.diagnosis import describe_error
+
             raise ClusterUnreachable(
                 server_url(api), waited, describe_error(last), connected=False
             ) from last
@@ -191,6 +194,8 @@ def best_effort(
     """A write the watcher's outcome does not depend on: ``request`` retried as
     :func:`call_with_retries` retries it; None when it went through, else what failed, in the
     server's or the connection's words."""
+    from trainjobs.cluster.diagnosis import describe_error
+
     try:
         call_with_retries(api, action, namespace, request, retry)
     except Exception as error:
