@@ -102,9 +102,7 @@ def cell(values: list[float]) -> str:
     return f"{median(values):.3f} s ({min(values):.3f}-{max(values):.3f})"
 
 
-def render(
-    results: dict[str, list[Sample]], trials: int, kubectl: str, first_path: str
-) -> str:
+def render(results: dict[str, list[Sample]], trials: int, kubectl: str, first_path: str) -> str:
     base_first = median([s.first_request for s in results["kubectl"]])
     base_total = median([s.total for s in results["kubectl"]])
     lines = [
