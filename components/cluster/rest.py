@@ -6,7 +6,7 @@ that. A :class:`JsonClient` sends the requests the kubernetes client would send 
 query, ``Authorization`` header and TLS settings as its ``RESTClientObject``), through the
 same bounds (:mod:`trainjobs.cluster.exchange`), and fails the same way: an
 answer outside 2xx is an :class:`~trainjobs.cluster.api_error.ApiError` with its status and
-reason, a TLS failure one with status 0.
+reason; a connection or TLS failure is the error it is.
 
 :func:`~trainjobs.cluster.client.connect` makes one from the kubeconfig, or, when only the
 kubernetes client can authenticate (exec plugins, auth providers...), around that client.
@@ -43,6 +43,13 @@ def segment(name: str) -> str:
     """``name`` as one segment of a request's path: the kubernetes client quotes path
     parameters with no safe characters (``Configuration.safe_chars_for_path_param``)."""
     return quote(name, safe="")
+
+
+class TLSError(ConnectionError):
+    """The TLS handshake failed (a certificate the CA did not sign...): a connection error,
+    retried and then reported as an unreachable server, as urllib3's SSLError is under the
+    kubernetes client (whose ``ssl.SSLCertVerificationError`` would otherwise read as a
+    ValueError, a malformed answer)."""
 
 
 class JsonClient:
@@ -96,8 +103,8 @@ class JsonClient:
             if kind == "late":
                 raise ResponseTooSlow(f"no response from {path} within {seconds:g}s")
             if kind == "error":
-                if isinstance(value, ssl.SSLError):  # as RESTClientObject.request reports it
-                    raise ApiError(0, f"{type(value).__name__}\n{value}") from None
+                if isinstance(value, ssl.SSLError):
+                    raise TLSError(str(value)) from value
                 raise value
             body = read_all(exchange, deadline, f"GET {path}", seconds)
             if not 200 <= value.status <= 299:
