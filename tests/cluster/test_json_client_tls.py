@@ -1,6 +1,7 @@
 """`trainjobs status` over TLS, as a kubeconfig describes it: the CA (data), the server's
 name (``tls-server-name``), a client certificate (a file relative to the kubeconfig, its key
-as data) or a bearer token, all read without the kubernetes client."""
+as data) or a bearer token, all read without the kubernetes client; and an exec plugin's
+token, through that client."""
 
 from __future__ import annotations
 
@@ -58,6 +59,19 @@ class Seen:
 def server(certificates: Path) -> Iterator[tuple[int, Seen]]:
     """An API server on 127.0.0.1 with no training jobs, over TLS, asking for a client
     certificate signed by the CA; it records each request's credentials."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=certificates / "ca.pem")
+    context.load_cert_chain(certificates / "server.pem", certificates / "server.key")
+    context.verify_mode = ssl.CERT_OPTIONAL
+    yield from serve(context)
+
+
+@pytest.fixture
+def plain_server() -> Iterator[tuple[int, Seen]]:
+    """The same over plain HTTP."""
+    yield from serve(None)
+
+
+def serve(context: ssl.SSLContext | None) -> Iterator[tuple[int, Seen]]:
     seen = Seen()
 
     class Handler(BaseHTTPRequestHandler):
@@ -65,7 +79,8 @@ def server(certificates: Path) -> Iterator[tuple[int, Seen]]:
             pass
 
         def do_GET(self) -> None:
-            peer: Any = self.connection.getpeercert()  # type: ignore[attr-defined]
+            tls = isinstance(self.connection, ssl.SSLSocket)
+            peer: Any = self.connection.getpeercert() if tls else None
             subject = dict(pair[0] for pair in peer["subject"]) if peer else {}
             seen.authorization.append(self.headers.get("Authorization"))
             seen.client.append(subject.get("commonName"))
@@ -76,11 +91,9 @@ def server(certificates: Path) -> Iterator[tuple[int, Seen]]:
             self.end_headers()
             self.wfile.write(body)
 
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=certificates / "ca.pem")
-    context.load_cert_chain(certificates / "server.pem", certificates / "server.key")
-    context.verify_mode = ssl.CERT_OPTIONAL
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    if context is not None:
+        httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
@@ -153,3 +166,35 @@ def test_a_server_the_ca_did_not_sign_is_unreachable(server, certificates, tmp_p
     assert "(last error: TLSError: [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify " in err
     assert len(err.splitlines()) == 1
     assert seen.authorization == []
+
+
+def test_an_exec_plugins_token_is_sent_through_the_kubernetes_client(
+    plain_server, tmp_path, capsys
+):
+    # The reader leaves exec plugins to the kubernetes client (kubernetes/config/
+    # exec_provider.py), which runs the command and sends its token.
+    port, seen = plain_server
+    plugin = tmp_path / "get-token"
+    credential = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "status": {"token": "from-exec"},
+    }
+    plugin.write_text(f"#!/bin/sh\necho '{json.dumps(credential)}'\n")
+    plugin.chmod(0o755)
+    exec_config = {"apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin)}
+    document = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+        "users": [{"name": "u", "user": {"exec": exec_config}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "c",
+    }
+    config = tmp_path / "config"
+    config.write_text(yaml.safe_dump(document))
+
+    assert cli_main(["status", "--kubeconfig", str(config)]) == 0
+
+    assert capsys.readouterr().out == "no training jobs in namespace default\n"
+    assert seen.authorization == ["Bearer from-exec", "Bearer from-exec"]
