@@ -1,5 +1,7 @@
-"""Argument types that several commands share, cheap to import: `status` and `watch` load
-this module and not the job commands' (which load the pod template machinery)."""
+"""Argument types that several commands share, cheap to import.
+
+`status` and `watch` load this module and not the job commands' (which load the pod
+template machinery)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""An API server's refusal, whichever client met it, told apart without loading the
-kubernetes client (whose package imports ~900 model modules, seconds per command)."""
+"""An API server's refusal, whichever client met it.
+
+Told apart without loading the kubernetes client, whose package imports ~900 model modules
+(seconds per command)."""
 
 from __future__ import annotations
 

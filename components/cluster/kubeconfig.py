@@ -1,5 +1,4 @@
-"""A kubeconfig's server and credentials, read as the kubernetes client reads them, for the
-common cases alone.
+"""A kubeconfig's server and credentials, read as the kubernetes client reads them.
 
 The kubernetes client's loader imports the whole client (its models, seconds per command)
 before it reads a line. :func:`read_endpoint` reads the same files to the same result
