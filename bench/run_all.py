@@ -193,8 +193,8 @@ PROFILING_NOTES = """\
   read as the kubernetes client reads it (held to it by a test; exec plugins, auth providers
   and proxies still go through that client); what only a watch needs loads after the job is
   found. CPU time of `status alpha`, bytecode compiled (best of 5, same machine, same
-  server): 1.41 s -> 0.22 s; `kubectl get --raw` 0.06 s. What is left before the first request is mostly the
-  interpreter, `dataclasses`, `http.client` and PyYAML.
+  server): 1.41 s -> 0.22 s; `kubectl get --raw` 0.06 s. What is left before the first
+  request is mostly the interpreter, `dataclasses`, `http.client` and PyYAML.
 """
 
 
