@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from trainjobs.cluster.discovery import JobState
     from trainjobs.cluster.logs import LogFollower
     from trainjobs.cluster.outcome import Outcome
-    from trainjobs.cluster.rest import JsonClient
     from trainjobs.cluster.scaling import WorkerRef
     from trainjobs.cluster.target import WatchTarget
 
@@ -171,30 +170,26 @@ def _retry(args: argparse.Namespace, command: str) -> RetryPolicy:
 
 def watch_command(args: argparse.Namespace) -> int:
     """`trainjobs watch`: 0 if the job succeeded and its workers stopped, else 1."""
-    from trainjobs.cluster.scaling import WorkerRef
+    from trainjobs.cluster.client import load_api_client
 
     timeout = parse_duration(
         args.timeout, key="--timeout", fix=f"trainjobs watch {args.name} --timeout 24h"
     )
     retry = _retry(args, "watch")
-    workers = [WorkerRef.parse(text) for text in args.worker]
+    workers: list[WorkerRef] = []
+    if args.worker:  # the explicit form: the watch machinery is needed from the start
+        from trainjobs.cluster.scaling import WorkerRef
+
+        workers = [WorkerRef.parse(text) for text in args.worker]
     if args.selector is not None and not args.selector.strip():
         raise UserError("--selector: expected labels such as training.kubeflow.org/job-name=JOB")
     selector = args.selector.strip() if args.selector else None
-    from trainjobs.cluster.client import connect, load_api_client
-
     explicit = bool(workers) or selector is not None
-    client = connect(args.kubeconfig, args.context)
-    try:
-        target = None if explicit else _find(args, client, retry)
-    finally:
-        if client.wrapped is None:
-            client.close()
-    # Watching needs the kubernetes client (its watch streams and models); finding the job
-    # needed none, so it loads now, after the first requests have gone out. A client that
-    # already sends through one (an exec plugin's credentials...) hands it over.
-    api = client.wrapped or load_api_client(args.kubeconfig, args.context)
-    from trainjobs.cluster.watch import JobWatchTimeout
+    if explicit:
+        target, api = None, load_api_client(args.kubeconfig, args.context)
+    else:
+        target, api = _find(args, retry)
+    from trainjobs.cluster.watch import JobWatchTimeout  # the watch loop: loaded by now
 
     resume = (
         f"run `trainjobs watch {args.name} --namespace {args.namespace}` again to keep watching"
@@ -223,16 +218,25 @@ def watch_command(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-def _find(args: argparse.Namespace, client: JsonClient, retry: RetryPolicy) -> WatchTarget | None:
+def _find(args: argparse.Namespace, retry: RetryPolicy) -> tuple[WatchTarget | None, Any]:
     """The training job called NAME; else None when a Job called NAME exists (the explicit
     form without workers, as `trainjobs watch MASTER` always worked); else an error naming
-    the jobs."""
+    the jobs. With the kubernetes client to watch it with: finding the job needed none, so
+    it loads now, after the first requests have gone out (a JSON client that sends through
+    one, for an exec plugin's credentials..., hands it over)."""
+    from trainjobs.cluster.client import connect, load_api_client
     from trainjobs.cluster.discovery import find_target, job_exists, list_targets, unknown_job
 
-    target = find_target(client, args.namespace, args.name, retry=retry)
-    if target is not None or job_exists(client, args.namespace, args.name, retry=retry):
-        return target
-    raise unknown_job(args.name, args.namespace, list_targets(client, args.namespace, retry=retry))
+    client = connect(args.kubeconfig, args.context)
+    try:
+        target = find_target(client, args.namespace, args.name, retry=retry)
+        if target is None and not job_exists(client, args.namespace, args.name, retry=retry):
+            targets = list_targets(client, args.namespace, retry=retry)
+            raise unknown_job(args.name, args.namespace, targets)
+    finally:
+        if client.wrapped is None:
+            client.close()
+    return target, client.wrapped or load_api_client(args.kubeconfig, args.context)
 
 
 class _Logs:
