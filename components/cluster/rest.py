@@ -77,12 +77,6 @@ class JsonClient:
     def close(self) -> None:
         self._close()
 
-    def __enter__(self) -> JsonClient:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
-
     @classmethod
     def direct(cls, endpoint: Endpoint) -> JsonClient:
         """A client of its own, with the TLS settings ``kubernetes.client.rest.RESTClientObject``
@@ -135,8 +129,8 @@ class JsonClient:
 
 
 class _PemFiles:
-    """``*-data`` certificates and keys written to files (urllib3 loads a client
-    certificate from files alone), in a private directory removed on close."""
+    """``*-data`` certificates and keys written to files (``SSLContext.load_cert_chain``
+    reads files alone), in a private directory removed on close."""
 
     def __init__(self) -> None:
         self.directory: str | None = None
