@@ -18,10 +18,8 @@ import contextlib
 import http.client
 import json
 import os
-import shutil
 import socket
 import ssl
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -139,6 +137,8 @@ class _PemFiles:
         if pem is None or pem.path is not None:
             return None if pem is None else pem.path
         assert pem.data is not None
+        import tempfile  # with shutil, only for such certificates
+
         if self.directory is None:
             self.directory = tempfile.mkdtemp(prefix="trainjobs-tls-")
         descriptor, path = tempfile.mkstemp(dir=self.directory)
@@ -148,6 +148,8 @@ class _PemFiles:
 
     def remove(self) -> None:
         if self.directory is not None:
+            import shutil
+
             with contextlib.suppress(OSError):
                 shutil.rmtree(self.directory)
             self.directory = None
