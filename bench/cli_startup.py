@@ -15,7 +15,7 @@ For each, the time from starting the process to the server receiving its first r
 (the server records when each request arrives), and to the process's exit. Medians with
 min-max; the ratios are medians over kubectl's. Not a test: numbers depend on the machine.
 
-    .venv/bin/python bench/cli_startup.py [--trials 15] --out FILE
+    .venv/bin/python bench/cli_startup.py [--trials 25] --out FILE
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ def render(results: dict[str, list[Sample]], trials: int, kubectl: str, first_pa
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=15)
+    parser.add_argument("--trials", type=int, default=25)
     parser.add_argument("--kubectl", default="/usr/bin/kubectl")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)

@@ -57,7 +57,7 @@ BENCHMARKS = (
         "stack watch", "stack_watch.py", ("--trials", "5"), ("--trials", "1"), "## A 10-job stack"
     ),
     Benchmark(
-        "CLI start-up", "cli_startup.py", ("--trials", "15"), ("--trials", "3"), "## CLI start-up"
+        "CLI start-up", "cli_startup.py", ("--trials", "25"), ("--trials", "3"), "## CLI start-up"
     ),
     Benchmark(
         "MPI launch, 70 workers",
