@@ -1,6 +1,7 @@
 """Each command imports what it uses: `trainjobs validate` and `run` load no Pulumi SDK, no
 AWS SDK, no Kubernetes client, and no other kind's models; `run --help` not even the spec
-models or the schema validator, and a job validated before not the schema validator.
+models or the schema validator, and a job validated before not the schema validator;
+`status`, and `watch` until it has found its job, read JSON without the Kubernetes client.
 Checked in a fresh interpreter, as a user runs them."""
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import REPO
 
@@ -123,3 +127,50 @@ def test_the_registry_names_each_kind_as_its_models_do():
         mpijob_spec.KIND,
         trainjob_spec.KIND,
     ]
+
+
+@pytest.fixture
+def cluster_kubeconfig(tmp_path: Path) -> Iterator[Path]:
+    """A kubeconfig for the API fake, which holds one training job, alpha."""
+    from tests.cluster.test_training_jobs import chainermn, deployed
+    from tests.kubefake import FakeKube
+
+    with FakeKube() as fake:
+        deployed(fake, tmp_path / "alpha", chainermn("alpha"))
+        yield fake.write_kubeconfig(tmp_path / "kubeconfig")
+
+
+def test_status_loads_no_kubernetes_client(cluster_kubeconfig):
+    # The kubeconfig is read with PyYAML, as the kubernetes client reads it.
+    assert loaded(RUN_COMMAND, "status", "--kubeconfig", str(cluster_kubeconfig)) == {
+        "yaml",
+        "trainjobs.cli.watch",
+    }
+
+
+def test_watch_finds_its_job_before_loading_the_kubernetes_client(cluster_kubeconfig):
+    code = """
+import json, sys
+from trainjobs.cli import main
+from trainjobs.cluster import rest
+
+watched = set(json.loads(sys.stdin.read()))
+at_first_request = []
+get = rest.JsonClient.get
+
+def recording_get(self, *args, **kwargs):
+    if not at_first_request:
+        at_first_request.append(sorted(set(sys.modules) & watched))
+    return get(self, *args, **kwargs)
+
+rest.JsonClient.get = recording_get
+main(sys.argv[1:])
+print(json.dumps(at_first_request[0]))
+"""
+    arguments = ["watch", "alpha", "--kubeconfig", str(cluster_kubeconfig), "--timeout", "0.1s"]
+    assert loaded(code, *arguments) == {"yaml", "trainjobs.cli.watch"}
+
+
+def test_watch_of_an_unknown_job_loads_no_kubernetes_client(cluster_kubeconfig):
+    found = loaded(RUN_COMMAND, "watch", "nope", "--kubeconfig", str(cluster_kubeconfig))
+    assert found == {"yaml", "trainjobs.cli.watch"}

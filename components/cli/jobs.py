@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from trainjobs.cli.arguments import namespace_argument
 from trainjobs.core.errors import SpecError
 from trainjobs.core.gang import GANG_SCHEDULERS
 from trainjobs.core.graph import DEFAULT_KUBECTL_IMAGE, MPI_TRANSPORTS, GraphOptions
@@ -76,16 +77,6 @@ def _crds(args: argparse.Namespace) -> int:
 
 def _directory(value: str) -> Path:
     return Path(value)
-
-
-def namespace_argument(value: str) -> str:
-    """``--namespace``: a DNS-1123 label, as the API server requires of a namespace."""
-    from trainjobs.core.job_document import namespace_problems
-
-    problems = namespace_problems(value, "--namespace")
-    if problems:
-        raise argparse.ArgumentTypeError(problems[0].message)
-    return value
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -7,7 +7,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from trainjobs.cli.jobs import add_mpi_transport, namespace_argument
+from trainjobs.cli.arguments import namespace_argument
+from trainjobs.cli.jobs import add_mpi_transport
 from trainjobs.core.errors import UserError
 from trainjobs.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS
 from trainjobs.engines import ENGINES

@@ -10,19 +10,20 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from trainjobs.cli.jobs import namespace_argument
+from trainjobs.cli.arguments import namespace_argument
 from trainjobs.cluster.errors import DEFAULT_RETRY, RetryPolicy
-from trainjobs.cluster.outcome import Outcome
-from trainjobs.cluster.scaling import WorkerRef
-from trainjobs.cluster.status import human_duration
-from trainjobs.cluster.watch import JobWatchTimeout
 from trainjobs.core.durations import parse_duration
 from trainjobs.core.errors import UserError
 from trainjobs.core.terminal import escape
 
+# What only watching uses (the watch loop, scaling, outcomes) loads once the job is found:
+# `status`, and `watch` up to its first request, run without it.
 if TYPE_CHECKING:
     from trainjobs.cluster.discovery import JobState
     from trainjobs.cluster.logs import LogFollower
+    from trainjobs.cluster.outcome import Outcome
+    from trainjobs.cluster.scaling import WorkerRef
+    from trainjobs.cluster.target import WatchTarget
 
 
 def _cluster_arguments(parser: argparse.ArgumentParser) -> None:
@@ -175,21 +176,31 @@ def watch_command(args: argparse.Namespace) -> int:
         args.timeout, key="--timeout", fix=f"trainjobs watch {args.name} --timeout 24h"
     )
     retry = _retry(args, "watch")
-    workers = [WorkerRef.parse(text) for text in args.worker]
+    workers: list[WorkerRef] = []
+    if args.worker:  # the explicit form: the watch machinery is needed from the start
+        from trainjobs.cluster.scaling import WorkerRef
+
+        workers = [WorkerRef.parse(text) for text in args.worker]
     if args.selector is not None and not args.selector.strip():
         raise UserError("--selector: expected labels such as training.kubeflow.org/job-name=JOB")
     selector = args.selector.strip() if args.selector else None
-    api = load_api_client(args.kubeconfig, args.context)
+    explicit = bool(workers) or selector is not None
+    if explicit:
+        target, api = None, load_api_client(args.kubeconfig, args.context)
+    else:
+        target, api = _find(args, retry)
+    from trainjobs.cluster.watch import JobWatchTimeout  # the watch loop: loaded by now
+
     resume = (
         f"run `trainjobs watch {args.name} --namespace {args.namespace}` again to keep watching"
     )
     logs = _Logs(args, api, timeout, retry)
     try:
-        if workers or selector is not None:
+        if explicit:
             logs.follow(args.name)
             outcome = _watch_explicit(args, api, workers, selector, timeout, retry, resume)
         else:
-            outcome = _watch_by_name(args, api, timeout, retry, resume, logs)
+            outcome = _watch_by_name(args, api, target, timeout, retry, resume, logs)
     except JobWatchTimeout as timed_out:
         if args.json:
             print(json.dumps(timed_out.to_json(), indent=2))
@@ -205,6 +216,27 @@ def watch_command(args: argparse.Namespace) -> int:
     else:
         _report(outcome.describe(), error=not ok)
     return 0 if ok else 1
+
+
+def _find(args: argparse.Namespace, retry: RetryPolicy) -> tuple[WatchTarget | None, Any]:
+    """The training job called NAME; else None when a Job called NAME exists (the explicit
+    form without workers, as `trainjobs watch MASTER` always worked); else an error naming
+    the jobs. With the kubernetes client to watch it with: finding the job needed none, so
+    it loads now, after the first requests have gone out (a JSON client that sends through
+    one, for an exec plugin's credentials..., hands it over)."""
+    from trainjobs.cluster.client import connect, load_api_client
+    from trainjobs.cluster.discovery import find_target, job_exists, list_targets, unknown_job
+
+    client = connect(args.kubeconfig, args.context)
+    try:
+        target = find_target(client, args.namespace, args.name, retry=retry)
+        if target is None and not job_exists(client, args.namespace, args.name, retry=retry):
+            targets = list_targets(client, args.namespace, retry=retry)
+            raise unknown_job(args.name, args.namespace, targets)
+    finally:
+        if client.wrapped is None:
+            client.close()
+    return target, client.wrapped or load_api_client(args.kubeconfig, args.context)
 
 
 class _Logs:
@@ -271,17 +303,15 @@ def _watch_explicit(
 def _watch_by_name(
     args: argparse.Namespace,
     api: Any,
+    target: WatchTarget | None,
     timeout: float,
     retry: RetryPolicy,
     resume: str,
     logs: _Logs,
 ) -> Outcome:
-    """The training job called NAME; else a Job called NAME (the explicit form without
-    workers, as `trainjobs watch MASTER` always worked); else an error naming the jobs."""
-    from trainjobs.cluster.discovery import find_target, job_exists, list_targets, unknown_job
+    """The training job ``target``, or with none the Job called NAME."""
     from trainjobs.cluster.supervisor import WatchOptions, run_watch, see_through
 
-    target = find_target(api, args.namespace, args.name, retry=retry)
     if target is not None:
         _stderr(
             f"watching {target.kind} {target.key}: "
@@ -293,18 +323,16 @@ def _watch_by_name(
             timeout_seconds=timeout, report=_stderr, resume_hint=resume, retry=retry
         )
         return see_through(api, target, options=options)
-    if job_exists(api, args.namespace, args.name, retry=retry):
-        logs.follow(args.name)
-        return run_watch(
-            api,
-            args.namespace,
-            args.name,
-            timeout_seconds=timeout,
-            report=_stderr,
-            resume_hint=resume,
-            retry=retry,
-        )
-    raise unknown_job(args.name, args.namespace, list_targets(api, args.namespace, retry=retry))
+    logs.follow(args.name)
+    return run_watch(
+        api,
+        args.namespace,
+        args.name,
+        timeout_seconds=timeout,
+        report=_stderr,
+        resume_hint=resume,
+        retry=retry,
+    )
 
 
 STATUS_POLL_SECONDS = 2.0
@@ -322,7 +350,7 @@ def _sleep(seconds: float) -> None:
 
 def status_command(args: argparse.Namespace) -> int:
     """`trainjobs status [JOB] [--watch]`: one line per training job with its phase."""
-    from trainjobs.cluster.client import load_api_client
+    from trainjobs.cluster.client import connect
 
     retry = _retry(args, "status")
     limit = None
@@ -335,7 +363,7 @@ def status_command(args: argparse.Namespace) -> int:
         limit = parse_duration(
             args.timeout, key="--timeout", fix="trainjobs status --watch --timeout 1h"
         )
-    api = load_api_client(args.kubeconfig, args.context)
+    api = connect(args.kubeconfig, args.context)
     try:
         states = _job_states(api, args, retry)
         now = _now()
@@ -427,4 +455,6 @@ def _print_states(
 
 
 def _human(seconds: float | None) -> str:
+    from trainjobs.cluster.status import human_duration
+
     return "<none>" if seconds is None else human_duration(seconds)

@@ -11,6 +11,8 @@ from trainjobs.core.errors import UserError
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
+    from trainjobs.cluster.rest import JsonClient
+
 
 def _looks_like_path(kubeconfig: str) -> bool:
     """pulumi-kubernetes' ``kubernetes:kubeconfig`` holds either the file's content or its
@@ -83,6 +85,27 @@ def load_api_client(
         configuration.connection_pool_maxsize = connections
     # Every request gets a deadline for all of it and a size bound (see transport).
     return bound(client.ApiClient(configuration))
+
+
+def connect(kubeconfig: str | None = None, context: str | None = None) -> JsonClient:
+    """A client that reads JSON from the API server :func:`load_api_client` would reach,
+    with the same credentials, found in the same order.
+
+    A kubeconfig file that names a server, its CA and a token, a client certificate or a
+    password is read without the kubernetes package (:mod:`trainjobs.cluster.kubeconfig`);
+    anything else (exec plugins, auth providers, in-cluster credentials, proxies, a
+    kubeconfig given as content, and every kubeconfig that cannot be read, for the message)
+    goes through :func:`load_api_client` as before.
+    """
+    from trainjobs.cluster.kubeconfig import read_endpoint
+    from trainjobs.cluster.rest import JsonClient
+
+    if kubeconfig is None or _looks_like_path(kubeconfig):
+        path = _kubeconfig_path(kubeconfig)
+        endpoint = read_endpoint(path, context) if path is not None else None
+        if endpoint is not None:
+            return JsonClient.direct(endpoint)
+    return JsonClient.through(load_api_client(kubeconfig, context))
 
 
 def _kubeconfig_path(kubeconfig: str | None) -> str | None:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from trainjobs.cluster.api_error import as_api_error
+
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient, V1ContainerStatus, V1Pod
 
@@ -153,10 +155,10 @@ class Diagnosis:
 def describe_error(error: BaseException) -> str:
     """One line for an API or connection error, fit for a progress line or a note."""
     import urllib3
-    from kubernetes.client.exceptions import ApiException
 
-    if isinstance(error, ApiException):
-        return f"HTTP {error.status} {error.reason}".strip()
+    refusal = as_api_error(error)
+    if refusal is not None:
+        return f"HTTP {refusal.status} {refusal.reason}".strip()
     if isinstance(error, urllib3.exceptions.MaxRetryError) and error.reason is not None:
         error = error.reason  # the URL around it only repeats what the caller knows
     text = f"{type(error).__name__}: {error}"

@@ -5,7 +5,9 @@ and ``app.kubernetes.io/managed-by: trainjobs``; a job's anchor object (the deci
 replica's Service, or a ChainerJob's assets ConfigMap) carries its description for the
 watcher (:data:`~trainjobs.cluster.target.WATCH_ANNOTATION`). Requests are retried while
 the API server cannot be reached, for as long as the retry policy gives a first contact;
-then :class:`~trainjobs.cluster.errors.ClusterUnreachable`.
+then :class:`~trainjobs.cluster.errors.ClusterUnreachable`. Everything here only reads, as
+JSON (:class:`~trainjobs.cluster.rest.JsonClient`): no model of the kubernetes client is loaded
+before the first request.
 """
 
 from __future__ import annotations
@@ -16,41 +18,38 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from trainjobs.cluster.errors import DEFAULT_RETRY, RetryPolicy, call_with_retries
-from trainjobs.cluster.record import FinishedRun, annotations_of, read_record
-from trainjobs.cluster.responses import check_job, check_list, check_metadata
-from trainjobs.cluster.rules import decide
-from trainjobs.cluster.status import SUSPENDED, TERMINAL_PHASES, JobStatus
-from trainjobs.cluster.target import WATCH_ANNOTATION, WatchTarget
-from trainjobs.cluster.watch import job_statuses, jobs_by_name
+from trainjobs.cluster.objects import read_list
+from trainjobs.cluster.responses import check_list, check_metadata
+from trainjobs.cluster.rest import segment
 from trainjobs.core.errors import UserError
 from trainjobs.core.labels import JOB_NAME, MANAGED_BY
 
+# The first requests go out before the rest loads: a job's target, rules and phase are
+# read from their answers.
 if TYPE_CHECKING:
-    from kubernetes.client import ApiClient
+    from trainjobs.cluster.record import FinishedRun
+    from trainjobs.cluster.rest import JsonClient
+    from trainjobs.cluster.status import JobStatus
+    from trainjobs.cluster.target import WatchTarget
 
 MANAGED = f"app.kubernetes.io/managed-by={MANAGED_BY}"
 
 
 def _anchors(
-    api: ApiClient, namespace: str, selector: str, retry: RetryPolicy
+    api: JsonClient, namespace: str, selector: str, retry: RetryPolicy
 ) -> list[tuple[str, Any]]:
     """(kind, object) of every Service and ConfigMap the selector matches."""
-    from kubernetes import client
-
-    core = client.CoreV1Api(api)
     timeout = (retry.connect_timeout, retry.request_timeout)
     found: list[tuple[str, Any]] = []
-    for kind, lister in (
-        ("Service", core.list_namespaced_service),
-        ("ConfigMap", core.list_namespaced_config_map),
-    ):
-        what = f"list {kind.lower()}s"
+    for kind, resource in (("Service", "services"), ("ConfigMap", "configmaps")):
+        what = f"list {resource}"
+        path = f"/api/v1/namespaces/{segment(namespace)}/{resource}"
         listing = call_with_retries(
             api,
             what,
             namespace,
-            lambda lister=lister: lister(  # type: ignore[misc]
-                namespace, label_selector=selector, _request_timeout=timeout
+            lambda path=path, what=what: read_list(  # type: ignore[misc]
+                api.get(path, {"labelSelector": selector}, timeout), what
             ),
             retry,
         )
@@ -60,6 +59,9 @@ def _anchors(
 
 
 def _target_of(kind: str, obj: Any) -> WatchTarget | None:
+    from trainjobs.cluster.record import annotations_of
+    from trainjobs.cluster.target import WATCH_ANNOTATION, WatchTarget
+
     text = annotations_of(obj).get(WATCH_ANNOTATION)
     if not text:
         return None
@@ -68,7 +70,7 @@ def _target_of(kind: str, obj: Any) -> WatchTarget | None:
 
 
 def list_targets(
-    api: ApiClient, namespace: str, *, retry: RetryPolicy = DEFAULT_RETRY
+    api: JsonClient, namespace: str, *, retry: RetryPolicy = DEFAULT_RETRY
 ) -> list[WatchTarget]:
     """Every training job trainjobs deployed in the namespace, by name."""
     targets = {
@@ -80,7 +82,7 @@ def list_targets(
 
 
 def find_target(
-    api: ApiClient, namespace: str, name: str, *, retry: RetryPolicy = DEFAULT_RETRY
+    api: JsonClient, namespace: str, name: str, *, retry: RetryPolicy = DEFAULT_RETRY
 ) -> WatchTarget | None:
     """The training job called ``name``, found by its job-name label; None if there is none."""
     for kind, obj in _anchors(api, namespace, f"{JOB_NAME}={name}", retry):
@@ -91,18 +93,17 @@ def find_target(
 
 
 def job_exists(
-    api: ApiClient, namespace: str, name: str, *, retry: RetryPolicy = DEFAULT_RETRY
+    api: JsonClient, namespace: str, name: str, *, retry: RetryPolicy = DEFAULT_RETRY
 ) -> bool:
     """Whether a batch/v1 Job called ``name`` exists (the explicit `trainjobs watch` form)."""
-    from kubernetes import client
-
-    batch = client.BatchV1Api(api)
     timeout = (retry.connect_timeout, retry.request_timeout)
     job = call_with_retries(
         api,
         f"get Job {namespace}/{name}",
         namespace,
-        lambda: batch.read_namespaced_job(name, namespace, _request_timeout=timeout),
+        lambda: api.get(
+            f"/apis/batch/v1/namespaces/{segment(namespace)}/jobs/{segment(name)}", {}, timeout
+        ),
         retry,
         missing_ok=True,
     )
@@ -140,6 +141,8 @@ class JobState:
         DURATION); None before it starts, or once its Jobs are gone."""
         if self.started is None:
             return None
+        from trainjobs.cluster.status import TERMINAL_PHASES
+
         if self.ended is None and self.phase in TERMINAL_PHASES:
             return None
         return ((self.ended or now) - self.started).total_seconds()
@@ -163,23 +166,25 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def job_state(
-    api: ApiClient, target: WatchTarget, *, retry: RetryPolicy = DEFAULT_RETRY
+    api: JsonClient, target: WatchTarget, *, retry: RetryPolicy = DEFAULT_RETRY
 ) -> JobState:
     """The job's phase from its Jobs (Kubeflow's rules, as the watcher applies them) and
     its recorded run: Pending, Running, Suspended, Succeeded, Failed, or Missing."""
-    from kubernetes import client
+    from trainjobs.cluster.responses import check_job
+    from trainjobs.cluster.rules import decide
+    from trainjobs.cluster.status import SUSPENDED
+    from trainjobs.cluster.watch import job_statuses, jobs_by_name
 
     timeout = (retry.connect_timeout, retry.request_timeout)
+    what = f"list the Jobs of {target.key}"
+    path = f"/apis/batch/v1/namespaces/{segment(target.namespace)}/jobs"
     listing = call_with_retries(
         api,
-        f"list the Jobs of {target.key}",
+        what,
         target.namespace,
-        lambda: client.BatchV1Api(api).list_namespaced_job(
-            target.namespace, label_selector=target.selector, _request_timeout=timeout
-        ),
+        lambda: read_list(api.get(path, {"labelSelector": target.selector}, timeout), what),
         retry,
     )
-    what = f"list the Jobs of {target.key}"
     jobs = jobs_by_name(check_list(listing, what, check_job) if listing is not None else [])
     finished = _recorded(api, target, retry)
     statuses = job_statuses(jobs, target.rules.watched)
@@ -209,7 +214,9 @@ def job_state(
     )
 
 
-def _recorded(api: ApiClient, target: WatchTarget, retry: RetryPolicy) -> FinishedRun | None:
+def _recorded(api: JsonClient, target: WatchTarget, retry: RetryPolicy) -> FinishedRun | None:
+    from trainjobs.cluster.record import read_record
+
     if target.anchor is None:
         return None
     return read_record(api, target.namespace, target.anchor, retry=retry)

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import http.client
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from trainjobs.cluster.diagnosis import describe_error
+from trainjobs.cluster.api_error import as_api_error
 from trainjobs.core.durations import format_duration
 from trainjobs.core.errors import UserError
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
+
+    from trainjobs.cluster.rest import JsonClient
 
 T = TypeVar("T")
 
@@ -96,11 +97,13 @@ class ClusterUnreachable(ClusterAccessError):
 def is_transient(error: BaseException) -> bool:
     """Worth retrying: connection trouble, timeouts, 429 and 5xx (an API server restarting,
     overloaded or behind a load balancer that is rolling)."""
-    import urllib3
-    from kubernetes.client.exceptions import ApiException
+    import http.client
 
-    if isinstance(error, ApiException):
-        status = error.status or 0
+    import urllib3
+
+    refusal = as_api_error(error)
+    if refusal is not None:
+        status = refusal.status or 0
         return status in (HTTPStatus.REQUEST_TIMEOUT, HTTPStatus.TOO_MANY_REQUESTS) or status >= 500
     return isinstance(error, urllib3.exceptions.HTTPError | http.client.HTTPException | OSError)
 
@@ -114,9 +117,8 @@ def is_read_timeout(error: BaseException) -> bool:
 
 
 def access_error(error: BaseException, action: str, namespace: str) -> ClusterAccessError:
-    from kubernetes.client.exceptions import ApiException
-
-    status = error.status if isinstance(error, ApiException) else None
+    refusal = as_api_error(error)
+    status = refusal.status if refusal is not None else None
     hint = ""
     if status == HTTPStatus.UNAUTHORIZED:
         hint = "; check the credentials in the kubeconfig"
@@ -126,13 +128,21 @@ def access_error(error: BaseException, action: str, namespace: str) -> ClusterAc
             "patch on jobs, list and delete on pods, get on pods/log, patch on "
             "statefulsets/scale, list, get and patch on services and configmaps"
         )
+    from trainjobs.cluster.diagnosis import describe_error
+
     return ClusterAccessError(
         f"the Kubernetes API refused to {action} ({describe_error(error)}){hint}"
     )
 
 
+def server_url(api: ApiClient | JsonClient) -> str:
+    """The API server's address, as the client was told it."""
+    configuration: Any = getattr(api, "configuration", None)
+    return str(configuration.host if configuration is not None else api.host)
+
+
 def call_with_retries(
-    api: ApiClient,
+    api: ApiClient | JsonClient,
     action: str,
     namespace: str,
     request: Callable[[], T],
@@ -144,38 +154,38 @@ def call_with_retries(
     """One API request, retried while it fails transiently for up to the first-contact
     limit, then :class:`ClusterUnreachable`; refusals (401, 403...) are access errors.
     ``missing_ok``: None for a 404."""
-    from kubernetes.client.exceptions import ApiException
-
     started = time.monotonic()
     backoff = retry.initial_backoff
     while True:
         try:
             return request()
-        except ApiException as error:
-            if missing_ok and error.status == HTTPStatus.NOT_FOUND:
-                return None
-            if error.status == 0:  # the client could not parse the answer (a bad date...)
-                raise BadResponse(action, str(error.reason)) from None
-            if not is_transient(error):
-                raise access_error(error, action, namespace) from error
-            last: BaseException = error
-        except MALFORMED as error:
-            raise bad_response(error, action) from None
         except Exception as error:
-            if not is_transient(error):
+            refusal = as_api_error(error)
+            if refusal is not None:
+                if missing_ok and refusal.status == HTTPStatus.NOT_FOUND:
+                    return None
+                if refusal.status == 0:  # the client could not parse the answer (a bad date...)
+                    raise BadResponse(action, str(refusal.reason)) from None
+                if not is_transient(error):
+                    raise access_error(error, action, namespace) from error
+            elif isinstance(error, MALFORMED):
+                raise bad_response(error, action) from None
+            elif not is_transient(error):
                 raise
-            last = error
+            last: BaseException = error
         waited = time.monotonic() - started
         if waited >= retry.first_contact_seconds:
+            from trainjobs.cluster.diagnosis import describe_error
+
             raise ClusterUnreachable(
-                str(api.configuration.host), waited, describe_error(last), connected=False
+                server_url(api), waited, describe_error(last), connected=False
             ) from last
         sleep(min(backoff, retry.first_contact_seconds - waited))
         backoff = min(backoff * 2, retry.max_backoff)
 
 
 def best_effort(
-    api: ApiClient,
+    api: ApiClient | JsonClient,
     action: str,
     namespace: str,
     request: Callable[[], object],
@@ -184,6 +194,8 @@ def best_effort(
     """A write the watcher's outcome does not depend on: ``request`` retried as
     :func:`call_with_retries` retries it; None when it went through, else what failed, in the
     server's or the connection's words."""
+    from trainjobs.cluster.diagnosis import describe_error
+
     try:
         call_with_retries(api, action, namespace, request, retry)
     except Exception as error:

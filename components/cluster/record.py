@@ -27,11 +27,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from trainjobs.cluster.errors import DEFAULT_RETRY, RetryPolicy, best_effort, call_with_retries
+from trainjobs.cluster.objects import read_object
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
+    from trainjobs.cluster.rest import JsonClient
+
 RECORD_ANNOTATION = "trainjobs.io/finished-run"
+ANCHOR_RESOURCES = {"Service": "services", "ConfigMap": "configmaps"}
+"""The kinds a job's anchor may be, and their resources in the core API group."""
 
 
 @dataclass(frozen=True)
@@ -73,15 +78,15 @@ class FinishedRun:
             return None
 
 
-def _api(api: ApiClient, kind: str) -> tuple[Any, Any]:
-    """(read, patch) for the anchor's kind."""
+def _patch(api: ApiClient, kind: str) -> Any:
+    """The patch method for the anchor's kind."""
     from kubernetes import client
 
     core = client.CoreV1Api(api)
     if kind == "Service":
-        return core.read_namespaced_service, core.patch_namespaced_service
+        return core.patch_namespaced_service
     if kind == "ConfigMap":
-        return core.read_namespaced_config_map, core.patch_namespaced_config_map
+        return core.patch_namespaced_config_map
     raise ValueError(f"a run record lives on a Service or a ConfigMap, not a {kind}")
 
 
@@ -91,7 +96,7 @@ def annotations_of(obj: Any) -> Mapping[str, str]:
 
 
 def read_record(
-    api: ApiClient,
+    api: ApiClient | JsonClient,
     namespace: str,
     anchor: tuple[str, str],
     *,
@@ -99,15 +104,21 @@ def read_record(
 ) -> FinishedRun | None:
     """The recorded run, or None (no anchor, no record). Transient errors are retried; what
     remains propagates (ClusterUnreachable, ClusterAccessError): the caller must not start
-    a run it cannot check."""
+    a run it cannot check. Read as JSON: the anchor's annotations are all it needs."""
+    from trainjobs.cluster.rest import JsonClient, segment
+
     kind, name = anchor
-    read, _ = _api(api, kind)
+    if kind not in ANCHOR_RESOURCES:
+        raise ValueError(f"a run record lives on a Service or a ConfigMap, not a {kind}")
+    client = api if isinstance(api, JsonClient) else JsonClient.through(api)
+    path = f"/api/v1/namespaces/{segment(namespace)}/{ANCHOR_RESOURCES[kind]}/{segment(name)}"
+    what = f"get {kind} {namespace}/{name}"
     timeout = (retry.connect_timeout, retry.request_timeout)
     obj = call_with_retries(
         api,
-        f"get {kind} {namespace}/{name}",
+        what,
         namespace,
-        lambda: read(name, namespace, _request_timeout=timeout),
+        lambda: read_object(client.get(path, {}, timeout), what),
         retry,
         missing_ok=True,
     )
@@ -129,7 +140,7 @@ def write_record(
     outcome stands either way). Transient failures are retried as reading is: the merge
     patch sets one annotation, so sending it again changes nothing more."""
     kind, name = anchor
-    _, patch = _api(api, kind)
+    patch = _patch(api, kind)
     body = {"metadata": {"annotations": {RECORD_ANNOTATION: finished.to_json()}}}
     timeout = (retry.connect_timeout, retry.request_timeout)
     return best_effort(

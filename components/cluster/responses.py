@@ -17,7 +17,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from trainjobs.cluster.errors import MALFORMED, BadResponse, bad_response
-from trainjobs.cluster.transport import stream_lines
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -126,6 +125,8 @@ def watch_events(
     """(type, object) of each event of a watch ``response`` until it ends or ``deadline``;
     an ERROR event becomes the ApiException its Status carries (410 Gone: re-list)."""
     from kubernetes.client.exceptions import ApiException
+
+    from trainjobs.cluster.transport import stream_lines  # urllib3: only watches need it
 
     for line in stream_lines(response, deadline, what):
         try:

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from trainjobs.cluster.objects import ApiObject
+
 if TYPE_CHECKING:
     from kubernetes.client import V1Job, V1JobCondition, V1JobStatus
 
@@ -114,9 +116,8 @@ class JobStatus:
 
     @classmethod
     def from_job(cls, job: V1Job) -> JobStatus:
-        from kubernetes.client import V1JobStatus
-
-        status = job.status or V1JobStatus()
+        # No status yet (the Job controller has not written one) reads as an empty one.
+        status = job.status or ApiObject({})
         conditions = {c.type: c for c in status.conditions or [] if c.status == "True"}
         phase, reason, message, end = _derive_phase(job, status, conditions)
         return cls(

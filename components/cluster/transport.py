@@ -15,35 +15,30 @@ client :func:`~trainjobs.cluster.client.load_api_client` returns talks through
   the caller's deadline and refuses a line longer than :data:`MAX_EVENT_BYTES`.
 
 A request whose headers never arrive is left to a daemon thread (a blocked read cannot be
-interrupted from outside); its connection is closed whenever the server answers.
+interrupted from outside); its connection is closed whenever the server answers. That
+machinery (:mod:`trainjobs.cluster.exchange`) needs no urllib3: the JSON client uses it too.
 """
 
 from __future__ import annotations
 
-import contextlib
 import io
-import queue
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import urllib3
 
-from trainjobs.cluster.errors import BadResponse, ResponseTooLarge
+from trainjobs.cluster.errors import BadResponse
+from trainjobs.cluster.exchange import (
+    Exchange,
+    ResponseTooSlow,
+    read_all,
+)
 
-MAX_RESPONSE_BYTES = 64 * 1024 * 1024
-"""A whole response. etcd stores objects of at most 1.5 MiB (its ``--max-request-bytes``
-default), so this holds a list of a few thousand Jobs or pods with room to spare."""
 MAX_EVENT_BYTES = 4 * 1024 * 1024
 """One watch event: one object (at most 1.5 MiB in etcd) and its envelope."""
 DEFAULT_DEADLINE_SECONDS = 300.0
 """For a request that names no timeout (every request of trainjobs names one)."""
-_CHUNK = 64 * 1024
-
-
-class ResponseTooSlow(urllib3.exceptions.HTTPError):
-    """The server did not send a whole response before the request's deadline."""
 
 
 def _deadline_seconds(timeout: Any) -> float | None:
@@ -54,82 +49,6 @@ def _deadline_seconds(timeout: Any) -> float | None:
     if isinstance(timeout, int | float):
         return float(timeout)
     return None
-
-
-class _Exchange:
-    """One request in its own thread: the caller waits for it only until its deadline."""
-
-    def __init__(
-        self, manager: urllib3.PoolManager | None, args: tuple[Any, ...], kwargs: Any
-    ) -> None:
-        self.answers: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=8)
-        self.stopped = threading.Event()
-        self.response: urllib3.BaseHTTPResponse | None = None
-        self._lock = threading.Lock()
-        thread = threading.Thread(
-            target=self._run, args=(manager, args, kwargs), daemon=True, name="api-request"
-        )
-        thread.start()
-
-    def _put(self, kind: str, value: Any) -> bool:
-        while not self.stopped.is_set():
-            try:
-                self.answers.put((kind, value), timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def _run(self, manager: urllib3.PoolManager | None, args: tuple[Any, ...], kwargs: Any) -> None:
-        try:
-            if manager is None:  # a response already open (a client without the bounds)
-                response = kwargs["response"]
-            else:
-                response = manager.request(*args, **{**kwargs, "preload_content": False})
-        except Exception as error:
-            self._put("error", error)
-            return
-        with self._lock:
-            self.response = response
-            if self.stopped.is_set():
-                self._close()
-                return
-        if not self._put("response", response):
-            return
-        try:
-            while not self.stopped.is_set():
-                chunk = response.read1(_CHUNK)
-                if not chunk:
-                    break
-                if not self._put("data", chunk):
-                    return
-        except Exception as error:
-            self._put("error", error)
-            return
-        with contextlib.suppress(Exception):
-            response.release_conn()  # read to its end: the connection can serve again
-        self._put("end", None)
-
-    def next(self, deadline: float) -> tuple[str, Any]:
-        """The next thing the request produced; ("late", None) at the deadline."""
-        try:
-            return self.answers.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
-            self.stop()
-            return "late", None
-
-    def stop(self) -> None:
-        """Give up the request: its socket is shut, so a blocked read returns now."""
-        self.stopped.set()
-        with self._lock:
-            self._close()
-
-    def _close(self) -> None:
-        if self.response is not None:
-            with contextlib.suppress(Exception):
-                self.response.shutdown()
-            with contextlib.suppress(Exception):
-                self.response.release_conn()
 
 
 def bound(api: Any) -> Any:
@@ -154,7 +73,7 @@ class BoundedPoolManager:
         seconds = given if given is not None else DEFAULT_DEADLINE_SECONDS
         deadline = time.monotonic() + seconds
         preload = kwargs.get("preload_content", True) is not False
-        exchange = _Exchange(self.manager, (method, url), kwargs)
+        exchange = Exchange(self.manager, (method, url), kwargs)
         kind, value = exchange.next(deadline)
         if kind == "late":
             raise ResponseTooSlow(f"no response from {_where(url)} within {seconds:g}s")
@@ -164,7 +83,7 @@ class BoundedPoolManager:
         if _streamed(kwargs.get("fields")):
             response.trainjobs_exchange = exchange
             return response
-        body = _read_all(exchange, deadline, f"{method} {_where(url)}", seconds)
+        body = read_all(exchange, deadline, f"{method} {_where(url)}", seconds)
         return urllib3.HTTPResponse(
             body=io.BytesIO(body),
             headers=response.headers,
@@ -186,33 +105,12 @@ def _where(url: str) -> str:
     return urllib3.util.parse_url(url).path or "/"
 
 
-def _read_all(exchange: _Exchange, deadline: float, what: str, seconds: float) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        kind, value = exchange.next(deadline)
-        if kind == "end":
-            return b"".join(chunks)
-        if kind == "error":
-            raise value
-        if kind == "late":
-            raise ResponseTooSlow(f"{what}: the response did not end within {seconds:g}s")
-        size += len(value)
-        if size > MAX_RESPONSE_BYTES:
-            exchange.stop()
-            raise ResponseTooLarge(
-                f"the Kubernetes API answered {what} with more than "
-                f"{MAX_RESPONSE_BYTES // (1024 * 1024)} MiB; refusing to read it"
-            )
-        chunks.append(value)
-
-
 def stream_lines(response: Any, deadline: float, what: str) -> Iterator[bytes]:
     """The lines of a streamed response (a watch) until it ends or ``deadline`` passes;
     a line longer than :data:`MAX_EVENT_BYTES` is a :class:`BadResponse`."""
     exchange = getattr(response, "trainjobs_exchange", None)
     if exchange is None:
-        exchange = _Exchange(None, (), {"response": response})
+        exchange = Exchange(None, (), {"response": response})
         exchange.next(deadline)  # the response itself
     pending = b""
     try:

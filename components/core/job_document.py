@@ -8,16 +8,15 @@ ignored, as ``kubectl apply`` would.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from trainjobs.core import apimachinery
 from trainjobs.core.errors import Problem
 from trainjobs.core.models import ObjectMeta, problem_from_pydantic
+from trainjobs.core.names import namespace_problems
 from trainjobs.core.pod_rules import check_annotation_keys, check_labels
 
 GROUP = "kubeflow.org"
@@ -80,14 +79,6 @@ def metadata_problems(meta: ObjectMeta) -> list[Problem]:
     check_labels(dict(meta.labels), "metadata.labels", problems)
     check_annotation_keys(dict(meta.annotations), "metadata.annotations", problems)
     return problems
-
-
-def namespace_problems(namespace: str, path: str) -> list[Problem]:
-    """A namespace is a DNS-1123 label (``ValidateNamespaceName``)."""
-    return [
-        Problem(path, f"Invalid value: {json.dumps(namespace)}: {message}")
-        for message in apimachinery.dns1123_label(namespace)
-    ]
 
 
 def _metadata(value: Any, problems: list[Problem], warnings: list[Problem]) -> ObjectMeta | None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from trainjobs.core.graph import Manifest
+if TYPE_CHECKING:  # `status` reads the label names without loading the graph
+    from trainjobs.core.graph import Manifest
 
 # Label keys. The app.kubernetes.io ones are Kubernetes' recommended labels; the
 # training.kubeflow.org ones keep dashboards and scripts written for Kubeflow working.

@@ -7,9 +7,11 @@ looks for ``<job>-master`` or ``<job>-workerset-<set>-<i>`` keeps working.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
+from trainjobs.core import apimachinery
 from trainjobs.core.errors import Problem
 
 # A Service named after the job must be a DNS-1035 label: it may not start with a digit.
@@ -60,6 +62,14 @@ class JobNames:
     def worker_statefulset(self, worker_set: str | None) -> str:
         """`<job>-worker` for the seed shape, `<job>-workerset-<set>` for workerSets."""
         return f"{self.job}-worker" if worker_set is None else f"{self.job}-workerset-{worker_set}"
+
+
+def namespace_problems(namespace: str, path: str) -> list[Problem]:
+    """A namespace is a DNS-1123 label (``ValidateNamespaceName``)."""
+    return [
+        Problem(path, f"Invalid value: {json.dumps(namespace)}: {message}")
+        for message in apimachinery.dns1123_label(namespace)
+    ]
 
 
 def job_name_problem(job: str) -> Problem | None:

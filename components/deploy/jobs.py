@@ -19,7 +19,7 @@ from trainjobs.cloud.scheduling import SchedulingProfile, apply_scheduling
 from trainjobs.core.documents import RUNTIME_KINDS, load_file
 from trainjobs.core.errors import ConfigError, Problem, SpecError, UserError
 from trainjobs.core.graph import GraphOptions
-from trainjobs.core.job_document import namespace_problems
+from trainjobs.core.names import namespace_problems
 from trainjobs.core.terminal import escape
 from trainjobs.deploy import completion
 from trainjobs.deploy.arguments import (

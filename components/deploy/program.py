@@ -22,7 +22,7 @@ from trainjobs.core.graph import (
     MPI_TRANSPORTS,
     GraphOptions,
 )
-from trainjobs.core.job_document import namespace_problems
+from trainjobs.core.names import namespace_problems
 from trainjobs.core.terminal import escape
 from trainjobs.deploy.completion import OUTCOME_FIELDS, WatchSettings
 from trainjobs.deploy.component import TrainingJob
