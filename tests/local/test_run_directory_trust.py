@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
@@ -24,19 +25,21 @@ NOBODY = 65534
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as a second user")
 
-PLANTER = 'while :; do ln -s "$1" "$2" 2>/dev/null; sleep 0.005; done'
-"""Keeps a link at ``$2`` pointing at ``$1``, as the directory's owner would plant one the
-moment root made the directory look safe (a shell: ``nobody`` may not run this Python)."""
+PLANTER = 'i=0; while [ $i -lt 6000 ]; do ln -s "$1" "$2" 2>/dev/null; sleep 0.01; i=$((i+1)); done'
+"""Keeps a link at ``$2`` pointing at ``$1`` (for a minute at most), as the directory's owner
+would plant one the moment root made the directory look safe (a shell: ``nobody`` may not run
+this Python)."""
 
 
 @contextmanager
 def planted_by_nobody(link: Path, target: Path) -> Iterator[None]:
     """``nobody`` planting ``link -> target`` in a loop, for as long as the block runs."""
     planter = subprocess.Popen(
-        ["timeout", "60", "sh", "-c", PLANTER, "sh", str(target), str(link)],
+        ["sh", "-c", PLANTER, "sh", str(target), str(link)],
         user=NOBODY,
         group=NOBODY,
         extra_groups=[],
+        start_new_session=True,  # its group, the loop's ln and sleep too, is stopped after
     )
     try:
         deadline = time.monotonic() + 10
@@ -45,7 +48,7 @@ def planted_by_nobody(link: Path, target: Path) -> Iterator[None]:
         assert link.is_symlink(), f"nobody could not plant {link}"
         yield
     finally:
-        planter.kill()
+        os.killpg(planter.pid, signal.SIGKILL)
         planter.wait()
 
 
