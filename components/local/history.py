@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -20,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from trainjobs.core.apimachinery import dns1123_subdomain
 from trainjobs.core.errors import UserError
 from trainjobs.core.terminal import escape
 from trainjobs.kinds.registry import JobDefinition
@@ -31,8 +31,6 @@ RUN_RECORD = "run.json"
 RUNS_DIRECTORY = Path("out") / "runs"
 FOLLOW_POLL_SECONDS = 0.2
 _MAX_RECORD_BYTES = 1024 * 1024
-POD_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
-"""A pod's name (a DNS-1123 subdomain, as the API server requires): never a path."""
 
 
 def default_run_dir(job: str) -> Path:
@@ -188,7 +186,8 @@ def log_files(run_dir: Path, pod: str | None) -> list[Path]:
     if pod is None:
         return present
     path = logs / f"{pod}.log"
-    if not POD_NAME.fullmatch(pod) or path not in present:
+    # A pod's name is a DNS-1123 subdomain, as the API server requires: never a path.
+    if dns1123_subdomain(pod) or path not in present:
         pods = ", ".join(p.stem for p in present) or "none yet"
         raise UserError(
             f"pod {escape(repr(pod))}: no log in {escape(str(run_dir))} "
