@@ -151,7 +151,7 @@ docs: setup-docs
 # The release artefacts, built as a user's pip would and checked as PyPI checks them.
 dist: setup-test
 	@rm -rf out/dist
-	@$(BIN)/python -m build --sdist --wheel --outdir out/dist . >/dev/null
+	@$(BIN)/python -m build --quiet --sdist --wheel --outdir out/dist .
 	@$(BIN)/twine check --strict out/dist/*
 
 lint: setup-test
