@@ -80,7 +80,7 @@ def _register(group: str) -> Register:
     if group == "completion":
         from trainjobs.cli import completion
 
-        return completion.register
+        return lambda subparsers: completion.register(subparsers, build_parser)
     from trainjobs.cli import images
 
     return images.register

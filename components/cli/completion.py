@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
-
-from trainjobs.cli import build_parser
+from collections.abc import Callable
 
 SHELLS = ("bash", "zsh")
 
@@ -48,9 +47,8 @@ complete -o filenames -F _trainjobs trainjobs
 """
 
 
-def script(shell: str) -> str:
-    """The completion script for ``shell`` (bash or zsh)."""
-    parser = build_parser()
+def script(parser: argparse.ArgumentParser, shell: str) -> str:
+    """The completion script of the command line ``parser`` for ``shell`` (bash or zsh)."""
     commands = _commands(parser, "")
     groups = {name: subs for name, (_, subs) in commands.items() if subs}
     nested = [
@@ -116,12 +114,16 @@ def _choices(parser: argparse.ArgumentParser) -> dict[str, list[str]]:
     }
 
 
-def _completion(args: argparse.Namespace) -> int:
-    print(script(args.shell), end="")
-    return 0
+def register(
+    subparsers: argparse._SubParsersAction, build_parser: Callable[[], argparse.ArgumentParser]
+) -> None:
+    """Register `completion`; ``build_parser`` gives the whole command line it describes
+    (passed in: this module imports nothing of the command line's, so no cycle)."""
 
+    def _completion(args: argparse.Namespace) -> int:
+        print(script(build_parser(), args.shell), end="")
+        return 0
 
-def register(subparsers: argparse._SubParsersAction) -> None:
     completion = subparsers.add_parser(
         "completion",
         help="print the shell completion script for bash or zsh",

@@ -84,7 +84,7 @@ def _logs(args: argparse.Namespace) -> int:
     from trainjobs.core.terminal import escape
     from trainjobs.local.history import RUNS_DIRECTORY, find_run, read_logs
 
-    run_dir = find_run(args.run, args.dir or RUNS_DIRECTORY)
+    run_dir = find_run(args.run, args.dir or RUNS_DIRECTORY, everywhere=args.dir is None)
     # On a terminal, a pod's escape sequences would drive it, as `trainjobs run` shows them;
     # piped, the lines stay as the pods wrote them.
     shown = escape if sys.stdout.isatty() else str

@@ -163,18 +163,21 @@ def _oldest_first(run_dirs: Iterable[Path]) -> list[RunRecord]:
     return sorted(runs, key=lambda run: (run.started or oldest, run.run_dir.name))
 
 
-def find_run(name: str, directory: Path) -> Path:
+def find_run(name: str, directory: Path, everywhere: bool = True) -> Path:
     """RUN as `trainjobs logs` takes it: a run directory, a run directory's name under
-    ``directory``, or a job name (its latest run there or anywhere the index knows)."""
+    ``directory``, or a job name (its latest run there, or, ``everywhere``, anywhere the
+    index knows)."""
     for candidate in (Path(name), directory / name):
         if candidate.is_dir() and read_run(candidate) is not None:
             return candidate
-    latest = [run for run in all_runs(directory) if run.job == name]
+    runs = all_runs(directory) if everywhere else list_runs(directory)
+    latest = [run for run in runs if run.job == name]
     if latest:
         return latest[-1].run_dir
+    elsewhere = " or among your runs elsewhere" if everywhere else ""
     raise UserError(
-        f"{escape(name)}: no run directory or job of that name in {escape(str(directory))} "
-        "or among your runs elsewhere; `trainjobs runs` lists the runs"
+        f"{escape(name)}: no run directory or job of that name in {escape(str(directory))}"
+        f"{elsewhere}; `trainjobs runs` lists the runs"
     )
 
 

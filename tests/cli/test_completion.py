@@ -8,8 +8,12 @@ import subprocess
 
 import pytest
 
-from trainjobs.cli import main
-from trainjobs.cli.completion import script
+from trainjobs.cli import build_parser, main
+from trainjobs.cli.completion import script as script_of
+
+
+def script(shell: str) -> str:
+    return script_of(build_parser(), shell)
 
 
 def complete(*words: str) -> list[str]:

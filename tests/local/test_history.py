@@ -126,8 +126,8 @@ def test_logs_of_an_unknown_run_or_pod_is_one_line_and_exit_2(tmp_path, capsys):
     fake_run(tmp_path / "runs" / "demo-1", {"demo-master": []}, running=False)
     assert main(["logs", "nothing", "--dir", str(tmp_path / "runs")]) == 2
     assert capsys.readouterr().err == (
-        f"error: nothing: no run directory or job of that name in {tmp_path}/runs or among "
-        "your runs elsewhere; `trainjobs runs` lists the runs\n"
+        f"error: nothing: no run directory or job of that name in {tmp_path}/runs; "
+        "`trainjobs runs` lists the runs\n"
     )
     assert main(["logs", "demo", "demo-ps-0", "--dir", str(tmp_path / "runs")]) == 2
     assert capsys.readouterr().err == (
