@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 import trainjobs
 from tests.local.test_crash_safety import quick_job
@@ -36,6 +37,9 @@ def test_a_run_started_from_python_is_waited_for_and_its_logs_read(own_runs: Pat
 
 def test_run_locally_returns_the_failed_outcome_of_a_failing_job(own_runs: Path):
     job = quick_job(own_runs / "fails.yaml", name="fails", command=("false",))
+    document = yaml.safe_load(job.read_text())
+    document["spec"]["master"]["backoffLimit"] = 0  # one attempt, no restart back-off
+    job.write_text(yaml.safe_dump(document))
     record = trainjobs.run_locally(job, run_dir=own_runs / "mine")
     assert (record.job, record.outcome, record.run_dir) == ("fails", "Failed", own_runs / "mine")
     assert [r.run_dir for r in trainjobs.list_local_runs(own_runs / "out" / "runs")] == []
