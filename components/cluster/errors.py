@@ -6,16 +6,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from trainjobs.cluster.api_error import as_api_error
 from trainjobs.core.durations import format_duration
 from trainjobs.core.errors import UserError
-
-if TYPE_CHECKING:
-    from kubernetes.client import ApiClient
-
-    from trainjobs.cluster.rest import JsonClient
 
 T = TypeVar("T")
 
@@ -135,14 +130,15 @@ def access_error(error: BaseException, action: str, namespace: str) -> ClusterAc
     )
 
 
-def server_url(api: ApiClient | JsonClient) -> str:
-    """The API server's address, as the client was told it."""
+def server_url(api: object) -> str:
+    """The API server's address, as the client was told it: a kubernetes ApiClient's
+    configuration, or the JSON client's own (typed ``object``: this module is below both)."""
     configuration: Any = getattr(api, "configuration", None)
-    return str(configuration.host if configuration is not None else api.host)
+    return str(configuration.host if configuration is not None else getattr(api, "host", ""))
 
 
 def call_with_retries(
-    api: ApiClient | JsonClient,
+    api: object,
     action: str,
     namespace: str,
     request: Callable[[], T],
@@ -185,7 +181,7 @@ def call_with_retries(
 
 
 def best_effort(
-    api: ApiClient | JsonClient,
+    api: object,
     action: str,
     namespace: str,
     request: Callable[[], object],
