@@ -131,7 +131,7 @@ $(DOCS_STAMP): requirements-docs.txt | $(STAMP)
 
 # moto (a test tool) needs boto3, so the test tools come after the aws extra.
 $(TEST_STAMP): requirements-test.txt $(AWS_STAMP) | $(STAMP)
-	@echo "[setup] test extra 1/1: installing pytest, pytest-xdist, hypothesis, ruff, mypy, moto (~100 MB)"
+	@echo "[setup] test extra 1/1: installing pytest, pytest-xdist, hypothesis, ruff, mypy, moto, build, twine (~110 MB)"
 	@$(PIP_EXTRA) -r requirements-test.txt
 	@touch $@
 
