@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from trainjobs.cloud.scheduling import GPU_TAINT_KEY, POOL_LABEL
 from trainjobs.core.graph import Manifest
-
-if TYPE_CHECKING:
-    from trainjobs.cloud.node_pool import GpuNodePoolConfig
 from trainjobs.core.labels import MANAGED_BY
 
 DEVICE_PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.19.0"
@@ -20,7 +15,7 @@ DEVICE_PLUGIN_NAMESPACE = "kube-system"
 DEVICE_PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
 
 
-def device_plugin_daemonset(config: GpuNodePoolConfig) -> Manifest:
+def device_plugin_daemonset(pool: str, image: str) -> Manifest:
     """The NVIDIA device plugin for one pool, as plain data.
 
     It registers with the kubelet through the socket directory it mounts, then advertises
@@ -30,14 +25,14 @@ def device_plugin_daemonset(config: GpuNodePoolConfig) -> Manifest:
     """
     selector = {
         "app.kubernetes.io/name": "nvidia-device-plugin",
-        "app.kubernetes.io/instance": config.name,
+        "app.kubernetes.io/instance": pool,
     }
     labels = {**selector, "app.kubernetes.io/managed-by": MANAGED_BY}
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
         "metadata": {
-            "name": f"nvidia-device-plugin-{config.name}",
+            "name": f"nvidia-device-plugin-{pool}",
             "namespace": DEVICE_PLUGIN_NAMESPACE,
             "labels": labels,
         },
@@ -47,7 +42,7 @@ def device_plugin_daemonset(config: GpuNodePoolConfig) -> Manifest:
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {
-                    "nodeSelector": {POOL_LABEL: config.name},
+                    "nodeSelector": {POOL_LABEL: pool},
                     "tolerations": [
                         {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
                     ],
@@ -57,7 +52,7 @@ def device_plugin_daemonset(config: GpuNodePoolConfig) -> Manifest:
                     "containers": [
                         {
                             "name": "nvidia-device-plugin",
-                            "image": config.device_plugin_image,
+                            "image": image,
                             "securityContext": {
                                 "allowPrivilegeEscalation": False,
                                 "capabilities": {"drop": ["ALL"]},

@@ -98,7 +98,7 @@ class GpuNodePool(pulumi.ComponentResource):
         )
         self.daemonset = None
         if config.deploys_device_plugin:
-            manifest = device_plugin_daemonset(config)
+            manifest = device_plugin_daemonset(config.name, config.device_plugin_image)
             self.daemonset = k8s.apps.v1.DaemonSet(
                 manifest["metadata"]["name"],
                 metadata=manifest["metadata"],

@@ -216,7 +216,12 @@ def test_device_plugin_daemonset_is_pinned_tolerant_critical_and_mounts_the_plug
 
 def test_device_plugin_daemonset_passes_strict_schema_validation(l4):
     assert schema_problems(the(l4, DAEMONSET).inputs) == []
-    assert schema_problems(device_plugin_daemonset(pool_config())) == []
+    assert (
+        schema_problems(
+            device_plugin_daemonset(pool_config().name, pool_config().device_plugin_image)
+        )
+        == []
+    )
 
 
 def test_bottlerocket_pool_relies_on_the_device_plugin_built_into_the_ami(tmp_path):
