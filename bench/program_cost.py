@@ -94,7 +94,7 @@ import pulumi_kubernetes, trainjobs.deploy.program, trainjobs.deploy.completion
 # Modules the program imports on first use (a kind's models, the schema validator's library):
 # imports, not evaluation, so they load before the clock starts as the others do.
 import jsonschema, kubernetes_validate.utils, referencing
-import trainjobs.kinds.chainer.graph, trainjobs.kinds.chainer.spec
+import trainjobs.kinds.mpi.graph, trainjobs.kinds.chainer.spec
 from trainjobs.review.preview import run_preview
 start, cpu = time.perf_counter(), time.process_time()
 result = run_preview(sys.argv[2], Path(sys.argv[1]))

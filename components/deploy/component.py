@@ -19,7 +19,7 @@ from trainjobs.core.graph import Manifest, Node
 from trainjobs.core.jobset import QUEUE_LABEL
 from trainjobs.deploy.ssh_key import ssh_secret_data
 from trainjobs.deploy.watch_target import WORKLOAD_KINDS, watch_target
-from trainjobs.kinds.chainer import ssh_assets
+from trainjobs.kinds.mpi import ssh_assets
 from trainjobs.kinds.registry import JobDefinition
 
 # pulumi-kubernetes waits for a created Job to complete (10 minutes by default, then fails

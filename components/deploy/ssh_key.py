@@ -7,7 +7,7 @@ import base64
 import pulumi
 import pulumi_tls as tls
 
-from trainjobs.kinds.chainer import ssh_assets
+from trainjobs.kinds.mpi import ssh_assets
 
 
 def ssh_secret_data(job: str, parent: pulumi.Resource) -> pulumi.Output[dict[str, str]]:

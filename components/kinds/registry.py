@@ -116,14 +116,14 @@ def _mpi_graph_definition(
     """A ChainerJob or unqueued MPIJob: the master (launcher) Job decides, as every MPIJob
     operator rules (its Job's Complete or Failed); the workers are StatefulSets. ``run``: an
     MPIJob's runPolicy (a ChainerJob has none)."""
-    from trainjobs.kinds.chainer import graph as chainer_graph
+    from trainjobs.kinds.mpi import graph as mpi_graph
 
     gang = plan.flavour.gang
     return JobDefinition(
         kind=plan.flavour.kind,
         name=plan.names.job,
         namespace=plan.namespace,
-        graph=chainer_graph.build_graph(plan, options),
+        graph=mpi_graph.build_graph(plan, options),
         success_jobs=(plan.names.master,),
         workers=[
             Workload("StatefulSet", group.statefulset, group.replicas) for group in plan.workers
@@ -139,11 +139,11 @@ def _mpi_graph_definition(
 
 
 def _queued_mpijob(parsed: MpiJobPlan, options: GraphOptions) -> JobDefinition:
-    """A Kueue-queued MPIJob: one JobSet (:mod:`trainjobs.kinds.chainer.queued`), whose
+    """A Kueue-queued MPIJob: one JobSet (:mod:`trainjobs.kinds.mpi.queued`), whose
     controller makes the Jobs ``<job>-launcher-0`` and ``<job>-worker-<i>`` and ends them."""
     from trainjobs.core.jobset import child_job_name
-    from trainjobs.kinds.chainer import graph as chainer_graph
-    from trainjobs.kinds.chainer.queued import LAUNCHER, WORKER
+    from trainjobs.kinds.mpi import graph as mpi_graph
+    from trainjobs.kinds.mpi.queued import LAUNCHER, WORKER
 
     plan = parsed.graph
     workers = sum(group.replicas for group in plan.workers)
@@ -151,7 +151,7 @@ def _queued_mpijob(parsed: MpiJobPlan, options: GraphOptions) -> JobDefinition:
         kind=plan.flavour.kind,
         name=plan.names.job,
         namespace=plan.namespace,
-        graph=chainer_graph.build_graph(plan, options),
+        graph=mpi_graph.build_graph(plan, options),
         success_jobs=(child_job_name(plan.names.job, LAUNCHER, 0),),
         workers=[],
         worker_pods=[child_job_name(plan.names.job, WORKER, i) for i in range(workers)],

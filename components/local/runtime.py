@@ -65,7 +65,7 @@ from typing import Any
 from trainjobs.core.errors import EnvironmentFailure, UserError
 from trainjobs.core.jobset import QUEUE_LABEL
 from trainjobs.core.manifests import dump_yaml, manifest_filename
-from trainjobs.kinds.chainer import ssh_assets
+from trainjobs.kinds.mpi import ssh_assets
 from trainjobs.kinds.registry import JobDefinition
 from trainjobs.local import ssh as local_ssh
 from trainjobs.local.backoff import RestartBackoff

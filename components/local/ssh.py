@@ -23,7 +23,7 @@ from pathlib import Path
 
 from trainjobs.core.errors import EnvironmentFailure, UserError
 from trainjobs.core.graph import Manifest
-from trainjobs.kinds.chainer import ssh_assets
+from trainjobs.kinds.mpi import ssh_assets
 from trainjobs.local.ledger import resource_kind
 
 PRIVSEP_DIR = Path("/run/sshd")

@@ -22,7 +22,7 @@ from trainjobs.cli import main
 from trainjobs.core.graph import MPI_TRANSPORTS, GraphOptions
 from trainjobs.core.jobset import child_jobs
 from trainjobs.kinds.chainer import spec as chainer_spec
-from trainjobs.kinds.chainer.graph import build_graph
+from trainjobs.kinds.mpi.graph import build_graph
 from trainjobs.kinds.registry import load_job
 from trainjobs.review.preview import REDACTED
 

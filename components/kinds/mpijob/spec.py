@@ -1,7 +1,7 @@
 """MPIJob spec models (kubeflow.org/v1alpha2, v1, v2beta1) and their reading into the MPI graph.
 
 An MPIJob is a Launcher (one pod running ``mpirun``) and Workers (MPI daemons' hosts). Its
-graph is ChainerJob's (:mod:`trainjobs.kinds.chainer.graph`): a launcher Job, a worker
+graph is ChainerJob's (:mod:`trainjobs.kinds.mpi.graph`): a launcher Job, a worker
 StatefulSet whose pods are ``<job>-worker-<i>``, a hostfile and a transport. What differs per
 version is decided here, following its operator's types, defaults and validation:
 
@@ -42,8 +42,8 @@ from trainjobs.core.replica_spec import (
 )
 from trainjobs.core.set_paths import SetPaths, replica_map
 from trainjobs.core.spec_model import SpecModel, unknown_fields
-from trainjobs.kinds.chainer.flavour import MpiFlavour
 from trainjobs.kinds.chainer.spec import ChainerJobPlan, Master, WorkerGroup
+from trainjobs.kinds.mpi.flavour import MpiFlavour
 from trainjobs.kinds.mpijob import operator
 
 KIND = "MPIJob"

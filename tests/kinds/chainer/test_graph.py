@@ -10,7 +10,7 @@ from typing import Any
 
 from trainjobs.core.graph import Graph, GraphOptions
 from trainjobs.kinds.chainer import spec as chainer_spec
-from trainjobs.kinds.chainer.graph import WORKER_COMMAND, build_graph
+from trainjobs.kinds.mpi.graph import WORKER_COMMAND, build_graph
 
 
 def graph_of(document: dict[str, Any], options: GraphOptions | None = None) -> Graph:

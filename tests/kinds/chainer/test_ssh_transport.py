@@ -11,7 +11,7 @@ import yaml
 from tests.conftest import REPO, schema_problems
 from trainjobs.cli import main
 from trainjobs.core.graph import GraphOptions
-from trainjobs.kinds.chainer import ssh_assets
+from trainjobs.kinds.mpi import ssh_assets
 from trainjobs.kinds.registry import load_job, parse_job
 
 SSH = GraphOptions(mpi_transport="ssh")

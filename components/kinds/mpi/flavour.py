@@ -52,4 +52,4 @@ class MpiFlavour:
     """The PodGroup every pod joins, when a gang scheduler places the job."""
     queued: bool = False
     """Kueue queues the job (an MPIJob v2beta1): it is one JobSet whose replicated Jobs
-    ``launcher`` and ``worker`` make the pods (:mod:`trainjobs.kinds.chainer.queued`)."""
+    ``launcher`` and ``worker`` make the pods (:mod:`trainjobs.kinds.mpi.queued`)."""

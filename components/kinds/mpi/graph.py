@@ -5,7 +5,7 @@ starts its daemons on the workers through the generated rsh agent, which uses ``
 exec``; workers only sleep as exec targets. An init container on the master waits until
 every worker answers an exec round trip, so nothing else has to watch for readiness.
 
-With the ssh transport (:mod:`trainjobs.kinds.chainer.ssh_assets`) the RBAC objects give way
+With the ssh transport (:mod:`trainjobs.kinds.mpi.ssh_assets`) the RBAC objects give way
 to the job's ssh-auth Secret: workers run sshd, the rsh agent is ssh, and the waiter's round
 trip goes over ssh, from the master's own image (which carries the ssh client mpiexec uses).
 """
@@ -20,8 +20,8 @@ from trainjobs.core.gang import join, pod_group
 from trainjobs.core.graph import Graph, GraphOptions, Manifest, Node
 from trainjobs.core.labels import JOB_ROLE, REPLICA_TYPE, WORKER_SET, common_labels, metadata
 from trainjobs.core.pod_template import default_field, main_container, replace_env, with_env
-from trainjobs.kinds.chainer import assets, queued, ssh_assets
 from trainjobs.kinds.chainer.spec import ChainerJobPlan, WorkerGroup
+from trainjobs.kinds.mpi import assets, queued, ssh_assets
 
 ASSETS_VOLUME = "trainjobs-assets"
 KUBECTL_VOLUME = "trainjobs-kubectl"

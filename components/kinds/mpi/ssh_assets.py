@@ -23,7 +23,8 @@ import shlex
 
 from trainjobs.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS, Manifest
 from trainjobs.core.labels import metadata
-from trainjobs.kinds.chainer.assets import (
+from trainjobs.kinds.chainer.spec import ChainerJobPlan
+from trainjobs.kinds.mpi.assets import (
     ASSETS_DIR,
     PROBE_ROUND,
     READY_MARKER,
@@ -31,7 +32,6 @@ from trainjobs.kinds.chainer.assets import (
     job_title,
     waiter_decision,
 )
-from trainjobs.kinds.chainer.spec import ChainerJobPlan
 
 SSH_DIR = "/etc/trainjobs-ssh"
 """Where the job's Secret is mounted (read-only): the key pair and known_hosts."""
