@@ -20,7 +20,7 @@ from trainjobs.core.set_paths import SetPaths
 
 if TYPE_CHECKING:
     from trainjobs.core.replica_spec import ReplicaJobPlan, RunSettings
-    from trainjobs.kinds.chainer.spec import ChainerJobPlan
+    from trainjobs.kinds.mpi.plan import MpiPlan
     from trainjobs.kinds.mpijob.spec import MpiJobPlan
 
 
@@ -111,7 +111,7 @@ def _mpijob(
 
 
 def _mpi_graph_definition(
-    plan: ChainerJobPlan, options: GraphOptions, run: RunSettings | None = None
+    plan: MpiPlan, options: GraphOptions, run: RunSettings | None = None
 ) -> JobDefinition:
     """A ChainerJob or unqueued MPIJob: the master (launcher) Job decides, as every MPIJob
     operator rules (its Job's Complete or Failed); the workers are StatefulSets. ``run``: an

@@ -6,7 +6,8 @@ Two shapes are accepted so real-world specs run unchanged:
 - the shape kubeflow/chainer-operator shipped: ``spec.master`` and ``spec.workerSets``
   (a map of worker-set name to ``{replicas, mpiConfig.slots, template}``).
 
-Both are normalised into :class:`WorkerGroup` values, so the graph builders see one shape.
+Both are normalised into :class:`~trainjobs.kinds.mpi.plan.WorkerGroup` values, so the graph
+builders see one shape.
 Kubernetes PodTemplates pass through untouched apart from the documented defaults
 (a single unnamed container is named ``chainer``). Workers keep their own command; a worker
 that gives none runs the sleep loop KEP-141 describes (it is an exec target). Fields the
@@ -15,7 +16,6 @@ schema does not know are warnings, as chainer-operator's API server stored and i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from trainjobs.core.names import DNS1123_LABEL, JobNames, check_name_limits
 from trainjobs.core.pod_template import GPU_RESOURCE, PodTemplate, check_pod_template
 from trainjobs.core.set_paths import SetPaths, merge, replica, spec_of
 from trainjobs.core.spec_model import SpecModel, unknown_fields
-from trainjobs.kinds.mpi.flavour import MpiFlavour
+from trainjobs.kinds.mpi.plan import Master, MpiPlan, WorkerGroup
 
 API_VERSION = "kubeflow.org/v1alpha1"
 KIND = "ChainerJob"
@@ -149,62 +149,6 @@ class ChainerJob(SpecModel):
         return value
 
 
-@dataclass(frozen=True)
-class WorkerGroup:
-    """One normalised worker set: a StatefulSet of ``replicas`` pods with ``slots`` each."""
-
-    statefulset: str
-    replicas: int
-    slots: int
-    template: PodTemplate
-    container: str
-    in_jobset: bool = False
-    """The pods are a JobSet's (Kueue): replicated Job ``worker``'s child Jobs
-    ``<statefulset>-<i>``, Indexed, whose one pod's hostname is ``<job>-0``."""
-
-    @property
-    def pods(self) -> list[str]:
-        """The pods' hostnames."""
-        suffix = "-0" if self.in_jobset else ""
-        return [f"{self.statefulset}-{index}{suffix}" for index in range(self.replicas)]
-
-
-@dataclass(frozen=True)
-class Master:
-    """The normalised master replica."""
-
-    slots: int
-    template: PodTemplate
-    container: str
-    backoff_limit: int | None
-    active_deadline_seconds: int | None
-
-
-@dataclass(frozen=True)
-class ChainerJobPlan:
-    """A validated job with every default applied: what the graph builder consumes."""
-
-    names: JobNames
-    namespace: str
-    labels: dict[str, str]
-    master: Master
-    workers: list[WorkerGroup]
-    warnings: list[Problem]
-    flavour: MpiFlavour = field(default_factory=MpiFlavour)
-    """What the kind decides (ChainerJob's defaults, or an MPIJob operator's choices)."""
-
-    @property
-    def worker_pods(self) -> list[str]:
-        return [pod for group in self.workers for pod in group.pods]
-
-    @property
-    def launcher_hostname(self) -> str:
-        """The launcher pod's hostname: the master Job's name, which the graph sets as its
-        hostname, or, queued in a JobSet, what the Indexed child Job ``<master>-0`` gives
-        its one pod (``<master>-0-0``)."""
-        return f"{self.names.master}-0-0" if self.flavour.queued else self.names.master
-
-
 def set_paths(document: dict[str, Any]) -> SetPaths:
     """Where `--set` writes: the master's images (it is one pod: no count), the worker's and
     each worker set's count and images."""
@@ -220,7 +164,7 @@ def set_paths(document: dict[str, Any]) -> SetPaths:
     )
 
 
-def parse(document: dict[str, Any], source: str, namespace: str = "default") -> ChainerJobPlan:
+def parse(document: dict[str, Any], source: str, namespace: str = "default") -> MpiPlan:
     """Validate a ChainerJob document and apply defaults. Raises SpecError listing every problem."""
     try:
         job = ChainerJob.model_validate(document)
@@ -240,13 +184,13 @@ def parse(document: dict[str, Any], source: str, namespace: str = "default") -> 
     return plan
 
 
-def load(path: str | Path, namespace: str = "default") -> ChainerJobPlan:
+def load(path: str | Path, namespace: str = "default") -> MpiPlan:
     return parse(load_file(path), str(path), namespace)
 
 
 def _plan(
     job: ChainerJob, default_namespace: str, problems: list[Problem], warnings: list[Problem]
-) -> ChainerJobPlan | None:
+) -> MpiPlan | None:
     names = JobNames(job.metadata.name)
     spec = job.spec
     if spec.worker is not None and spec.worker_sets is not None:
@@ -307,7 +251,7 @@ def _plan(
     )
     if problems:
         return None
-    return ChainerJobPlan(
+    return MpiPlan(
         names=names,
         namespace=job.metadata.namespace or default_namespace,
         labels=dict(job.metadata.labels),

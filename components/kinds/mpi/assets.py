@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 
 from trainjobs.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS
-from trainjobs.kinds.chainer.spec import ChainerJobPlan
+from trainjobs.kinds.mpi.plan import MpiPlan
 
 ASSETS_DIR = "/etc/trainjobs"
 KUBEXEC = f"{ASSETS_DIR}/kubexec.sh"
@@ -22,12 +22,12 @@ KUBECTL = f"{KUBECTL_DIR}/kubectl"
 READY_MARKER = "trainjobs-ready"
 
 
-def job_title(plan: ChainerJobPlan) -> str:
+def job_title(plan: MpiPlan) -> str:
     """The job as the scripts' comments name it: ``ChainerJob demo``, ``MPIJob pi``."""
     return f"{plan.flavour.kind} {plan.names.job}"
 
 
-def hostfile(plan: ChainerJobPlan) -> str:
+def hostfile(plan: MpiPlan) -> str:
     """One `<pod> slots=<n>` line per pod, master first.
 
     Open MPI maps ranks in hostfile order, so the master pod gets rank 0: whatever rank 0
@@ -38,7 +38,7 @@ def hostfile(plan: ChainerJobPlan) -> str:
     return hostfile_lines(plan, plan.names.master, hosts)
 
 
-def hostfile_lines(plan: ChainerJobPlan, launcher: str, workers: list[tuple[str, int]]) -> str:
+def hostfile_lines(plan: MpiPlan, launcher: str, workers: list[tuple[str, int]]) -> str:
     """The launcher (when the kind puts it there) and the workers, one line each, in the
     format of the kind's MPI: Open MPI's ``host slots=N``, Hydra's ``host:N``."""
     hosts = [(launcher, plan.master.slots)] if plan.flavour.launcher_in_hostfile else []
@@ -49,7 +49,7 @@ def hostfile_lines(plan: ChainerJobPlan, launcher: str, workers: list[tuple[str,
     )
 
 
-def kubexec(plan: ChainerJobPlan) -> str:
+def kubexec(plan: MpiPlan) -> str:
     """Open MPI's rsh agent: start a remote command in a worker pod through `kubectl exec`.
 
     Open MPI invokes it as `kubexec.sh HOST COMMAND...`, where COMMAND is a shell command line
@@ -87,7 +87,7 @@ exec "${{TRAINJOBS_KUBECTL:-kubectl}}" exec -i "$pod" -c "$container" -- sh -c "
 """
 
 
-def cluster_waiter(plan: ChainerJobPlan) -> str:
+def cluster_waiter(plan: MpiPlan) -> str:
     """Wait until every worker pod is Running and answers an exec round trip.
 
     Running is not enough: a pod can be Running before the API server can exec into it (or
@@ -202,7 +202,7 @@ done
 """
 
 
-def asset_files(plan: ChainerJobPlan) -> dict[str, str]:
+def asset_files(plan: MpiPlan) -> dict[str, str]:
     """The ConfigMap's data: file name -> content."""
     files = {
         "kubexec.sh": kubexec(plan),

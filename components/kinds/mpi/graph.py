@@ -20,8 +20,8 @@ from trainjobs.core.gang import join, pod_group
 from trainjobs.core.graph import Graph, GraphOptions, Manifest, Node
 from trainjobs.core.labels import JOB_ROLE, REPLICA_TYPE, WORKER_SET, common_labels, metadata
 from trainjobs.core.pod_template import default_field, main_container, replace_env, with_env
-from trainjobs.kinds.chainer.spec import ChainerJobPlan, WorkerGroup
 from trainjobs.kinds.mpi import assets, queued, ssh_assets
+from trainjobs.kinds.mpi.plan import MpiPlan, WorkerGroup
 
 ASSETS_VOLUME = "trainjobs-assets"
 KUBECTL_VOLUME = "trainjobs-kubectl"
@@ -61,7 +61,7 @@ _INIT_RESOURCES = {
 }
 
 
-def build_graph(plan: ChainerJobPlan, options: GraphOptions | None = None) -> Graph:
+def build_graph(plan: MpiPlan, options: GraphOptions | None = None) -> Graph:
     """The whole ChainerJob as plain manifests, in dependency order.
 
     Each node depends directly on the tier before it (ConfigMap -> ServiceAccount and Role ->
@@ -137,7 +137,7 @@ def build_graph(plan: ChainerJobPlan, options: GraphOptions | None = None) -> Gr
 
 
 def _queued(
-    plan: ChainerJobPlan,
+    plan: MpiPlan,
     labels: Callable[[str], dict[str, str]],
     launcher: Manifest,
     workers: list[tuple[Manifest, int]],
@@ -150,12 +150,12 @@ def _queued(
     )
 
 
-def uses_ssh(plan: ChainerJobPlan, options: GraphOptions) -> bool:
+def uses_ssh(plan: MpiPlan, options: GraphOptions) -> bool:
     """The kind's own transport (an MPIJob's operator decides it), else the stack's."""
     return (plan.flavour.transport or options.mpi_transport) == "ssh"
 
 
-def _rbac(graph: Graph, plan: ChainerJobPlan, config_map: Node, labels: dict[str, str]) -> Node:
+def _rbac(graph: Graph, plan: MpiPlan, config_map: Node, labels: dict[str, str]) -> Node:
     """The master's ServiceAccount, its Role and their RoleBinding (the kubectl transport)."""
     names, namespace = plan.names, plan.namespace
     account = graph.add(
@@ -188,7 +188,7 @@ def _rbac(graph: Graph, plan: ChainerJobPlan, config_map: Node, labels: dict[str
     )
 
 
-def _role(plan: ChainerJobPlan, labels: dict[str, str]) -> Manifest:
+def _role(plan: MpiPlan, labels: dict[str, str]) -> Manifest:
     """Read this job's worker pods one by one and exec into them; nothing else.
 
     Exactly what the assets do: the cluster waiter's ``kubectl get pod NAME`` (a GET) and
@@ -228,7 +228,7 @@ def _pod_labels(template: Manifest, labels: dict[str, str], extra: dict[str, str
 
 
 def _worker_statefulset(
-    plan: ChainerJobPlan, group: WorkerGroup, labels: dict[str, str], ssh: bool
+    plan: MpiPlan, group: WorkerGroup, labels: dict[str, str], ssh: bool
 ) -> Manifest:
     selector = {
         "training.kubeflow.org/job-name": plan.names.job,
@@ -291,7 +291,7 @@ def _worker_statefulset(
 
 
 def _operator_additions(
-    plan: ChainerJobPlan,
+    plan: MpiPlan,
     template: Manifest,
     container: Manifest,
     env: list[Manifest],
@@ -332,7 +332,7 @@ def _ssh_env() -> list[Manifest]:
     ]
 
 
-def _assets_volume(plan: ChainerJobPlan) -> Manifest:
+def _assets_volume(plan: MpiPlan) -> Manifest:
     return {"name": ASSETS_VOLUME, "configMap": {"name": plan.names.assets, "defaultMode": 0o555}}
 
 
@@ -340,7 +340,7 @@ def _assets_mount() -> Manifest:
     return {"name": ASSETS_VOLUME, "mountPath": assets.ASSETS_DIR, "readOnly": True}
 
 
-def _ssh_volume(plan: ChainerJobPlan, user: int | None) -> Manifest:
+def _ssh_volume(plan: MpiPlan, user: int | None) -> Manifest:
     """The job's key pair. For root, owner-only: ssh and sshd refuse a private key that others
     may read when they own it. For another user, readable by all: the files stay root's, and
     ssh accepts a key its user does not own (openssh ``sshkey_perm_ok``), as mpi-operator's
@@ -364,7 +364,7 @@ def _ssh_mount() -> Manifest:
     return {"name": SSH_VOLUME, "mountPath": ssh_assets.SSH_DIR, "readOnly": True}
 
 
-def _master_job(plan: ChainerJobPlan, options: GraphOptions, labels: dict[str, str]) -> Manifest:
+def _master_job(plan: MpiPlan, options: GraphOptions, labels: dict[str, str]) -> Manifest:
     names, flavour = plan.names, plan.flavour
     ssh = uses_ssh(plan, options)
     template = copy.deepcopy(plan.master.template)

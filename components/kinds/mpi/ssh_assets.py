@@ -23,7 +23,6 @@ import shlex
 
 from trainjobs.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS, Manifest
 from trainjobs.core.labels import metadata
-from trainjobs.kinds.chainer.spec import ChainerJobPlan
 from trainjobs.kinds.mpi.assets import (
     ASSETS_DIR,
     PROBE_ROUND,
@@ -32,6 +31,7 @@ from trainjobs.kinds.mpi.assets import (
     job_title,
     waiter_decision,
 )
+from trainjobs.kinds.mpi.plan import MpiPlan
 
 SSH_DIR = "/etc/trainjobs-ssh"
 """Where the job's Secret is mounted (read-only): the key pair and known_hosts."""
@@ -78,7 +78,7 @@ def secret_files(alias: str, private_key: str, public_key: str) -> dict[str, str
     }
 
 
-def secret(plan: ChainerJobPlan, labels: dict[str, str]) -> Manifest:
+def secret(plan: MpiPlan, labels: dict[str, str]) -> Manifest:
     """The job's ssh-auth Secret without its data: the key pair is made at deploy time (Pulumi's
     TLS provider, kept secret in the stack's state), so rendered files never hold key material."""
     note = (
@@ -93,13 +93,13 @@ def secret(plan: ChainerJobPlan, labels: dict[str, str]) -> Manifest:
     }
 
 
-def worker_hosts(plan: ChainerJobPlan) -> list[tuple[str, str]]:
+def worker_hosts(plan: MpiPlan) -> list[tuple[str, str]]:
     """(pod, the name its sshd is reached by): the headless Service's per-pod DNS name."""
     domain = f"{plan.names.service}.{plan.namespace}.svc"
     return [(pod, f"{pod}.{domain}") for pod in plan.worker_pods]
 
 
-def hostfile(plan: ChainerJobPlan) -> str:
+def hostfile(plan: MpiPlan) -> str:
     """The master first (rank 0, started locally), then each worker by its DNS name, as
     mpi-operator writes them (``newConfigMap``): a worker's bare name does not resolve in
     other pods, whose DNS search path holds no Service subdomain."""
@@ -108,7 +108,7 @@ def hostfile(plan: ChainerJobPlan) -> str:
     return hostfile_lines(plan, launcher_host(plan), workers)
 
 
-def launcher_host(plan: ChainerJobPlan) -> str:
+def launcher_host(plan: MpiPlan) -> str:
     """The launcher as the hostfile names it: a ChainerJob's master by its hostname (Open MPI
     sees it is local), an MPIJob's launcher by its DNS name, as mpi-operator writes it."""
     if plan.flavour.kind == "ChainerJob":
@@ -116,7 +116,7 @@ def launcher_host(plan: ChainerJobPlan) -> str:
     return f"{plan.launcher_hostname}.{plan.names.service}.{plan.namespace}.svc"
 
 
-def sshd_config(plan: ChainerJobPlan) -> str:
+def sshd_config(plan: MpiPlan) -> str:
     """Key-only logins on a high port; runnable as the container's user (no privileges)."""
     return f"""# sshd of the worker pods of {job_title(plan)} (ssh transport).
 # sshd.sh adds the host key, the authorized key and the session entry on its command line.
@@ -141,7 +141,7 @@ LogLevel ERROR
 """
 
 
-def ssh_config(plan: ChainerJobPlan) -> str:
+def ssh_config(plan: MpiPlan) -> str:
     """The client side: the job's key only, host keys checked, never a prompt."""
     return f"""# ssh client of {job_title(plan)} (ssh transport): Open MPI's launcher
 # and the cluster waiter. sshexec.sh adds the key and known_hosts on its command line.
@@ -176,7 +176,7 @@ _PREAMBLE = f"""assets=$(dirname "$0")
 keys=${{{SSH_DIR_ENV}:?{SSH_DIR_ENV} is not set}}"""
 
 
-def sshexec(plan: ChainerJobPlan) -> str:
+def sshexec(plan: MpiPlan) -> str:
     """Open MPI's rsh agent: ``sshexec.sh HOST COMMAND...`` runs COMMAND in pod HOST over ssh.
 
     HOST must be one of this job's pods (anything else is refused before ssh runs); the
@@ -209,7 +209,7 @@ exec {_SSH_COMMAND} "$host" "$@"
 """
 
 
-def sshd(plan: ChainerJobPlan) -> str:
+def sshd(plan: MpiPlan) -> str:
     """A worker's command: save the container's environment for ssh sessions, then run sshd.
 
     sshd starts every session through ``ssh_session.sh`` (its ForceCommand), which restores
@@ -242,7 +242,7 @@ exec sh -c "$SSH_ORIGINAL_COMMAND"
 """
 
 
-def cluster_waiter(plan: ChainerJobPlan) -> str:
+def cluster_waiter(plan: MpiPlan) -> str:
     """Wait until every worker's sshd answers a command from the master over ssh.
 
     The round trip proves what mpiexec needs: the name resolves, sshd listens, the host key
@@ -290,7 +290,7 @@ while :; do
 {waiter_decision(total)}"""
 
 
-def asset_files(plan: ChainerJobPlan) -> dict[str, str]:
+def asset_files(plan: MpiPlan) -> dict[str, str]:
     """The assets ConfigMap's data for the ssh transport: file name -> content."""
     files = {
         "hostfile": hostfile(plan),

@@ -1,8 +1,8 @@
 """MPIJob spec models (kubeflow.org/v1alpha2, v1, v2beta1) and their reading into the MPI graph.
 
 An MPIJob is a Launcher (one pod running ``mpirun``) and Workers (MPI daemons' hosts). Its
-graph is ChainerJob's (:mod:`trainjobs.kinds.mpi.graph`): a launcher Job, a worker
-StatefulSet whose pods are ``<job>-worker-<i>``, a hostfile and a transport. What differs per
+graph is the MPI graph ChainerJob shares (:mod:`trainjobs.kinds.mpi.graph`): a launcher Job, a
+worker StatefulSet whose pods are ``<job>-worker-<i>``, a hostfile and a transport. What differs per
 version is decided here, following its operator's types, defaults and validation:
 
 - v2beta1 (mpi-operator, ``pkg/apis/kubeflow/v2beta1/default.go``, ``validation.go``):
@@ -42,8 +42,8 @@ from trainjobs.core.replica_spec import (
 )
 from trainjobs.core.set_paths import SetPaths, replica_map
 from trainjobs.core.spec_model import SpecModel, unknown_fields
-from trainjobs.kinds.chainer.spec import ChainerJobPlan, Master, WorkerGroup
 from trainjobs.kinds.mpi.flavour import MpiFlavour
+from trainjobs.kinds.mpi.plan import Master, MpiPlan, WorkerGroup
 from trainjobs.kinds.mpijob import operator
 
 KIND = "MPIJob"
@@ -138,7 +138,7 @@ class MpiJobPlan:
     """A validated MPIJob: its graph's plan and its run-wide policies."""
 
     version: str
-    graph: ChainerJobPlan
+    graph: MpiPlan
     run: RunSettings
 
 
@@ -331,7 +331,7 @@ def _plan(
     backoff = run.backoff_limit
     if version == "v1alpha2" and backoff is None:
         backoff = 6
-    graph = ChainerJobPlan(
+    graph = MpiPlan(
         names=names,
         namespace=namespace,
         labels=envelope.labels,

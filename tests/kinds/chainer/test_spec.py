@@ -9,10 +9,11 @@ import pytest
 from tests.conftest import REPO
 from trainjobs.core.errors import SpecError
 from trainjobs.kinds.chainer import spec as chainer_spec
+from trainjobs.kinds.mpi.plan import MpiPlan
 from trainjobs.kinds.registry import load_job
 
 
-def plan_of(document: dict[str, Any]) -> chainer_spec.ChainerJobPlan:
+def plan_of(document: dict[str, Any]) -> MpiPlan:
     return chainer_spec.parse(document, "job.yaml")
 
 
