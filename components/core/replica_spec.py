@@ -2,9 +2,10 @@
 
 Every released Kubeflow version of these kinds describes a job the same way underneath: replica
 types (chief, master, ps, worker, evaluator), each with a count, a pod template and a restart
-policy, plus run-wide policies. Each kind's spec module reads its versions into the
-:class:`ReplicaJobPlan` defined here, with the version's defaults and environment already
-decided; :mod:`trainjobs.core.replica_graph` turns the plan into Kubernetes objects.
+policy, plus run-wide policies. :mod:`trainjobs.kinds.replica.parser` reads each kind's
+versions into the :class:`ReplicaJobPlan` defined here, with the version's defaults and
+environment already decided; :mod:`trainjobs.core.replica_graph` turns the plan into
+Kubernetes objects.
 """
 
 from __future__ import annotations

@@ -19,10 +19,8 @@ from typing import Any
 
 from pydantic import Field, SkipValidation
 
-from trainjobs.core.errors import Problem, SpecError
+from trainjobs.core.errors import Problem
 from trainjobs.core.graph import GraphOptions, Manifest
-from trainjobs.core.job_document import read_envelope, validate_section
-from trainjobs.core.jobset import is_queued
 from trainjobs.core.labels import OperatorLabels
 from trainjobs.core.replica_spec import (
     ReplicaGroup,
@@ -32,24 +30,23 @@ from trainjobs.core.replica_spec import (
     ReplicatedJobSpec,
     Restart,
     Success,
-    check_names,
-    check_replicas,
-    check_restart_policy,
     check_run_policy,
     check_total_pods,
     deciding_restart,
-    env_override_warnings,
-    gang_for,
-    misplaced_replica_fields,
     replica_group,
-    restart_for,
-    run_settings,
-    template_restart_warning,
     v1alpha1_restart,
 )
 from trainjobs.core.set_paths import SetPaths, replica_list, replica_map
-from trainjobs.core.spec_model import SpecModel, unknown_fields
+from trainjobs.core.spec_model import SpecModel
 from trainjobs.kinds.pytorch.env import Elastic, legacy_env, v1_env
+from trainjobs.kinds.replica import parser
+from trainjobs.kinds.replica.declaration import (
+    JobContext,
+    ListReplicaSpec,
+    ReplicaKind,
+    ReplicaMap,
+    VersionPlan,
+)
 from trainjobs.kinds.tensorflow.tf_config import cluster_spec, tf_config
 
 KIND = "PyTorchJob"
@@ -108,12 +105,9 @@ OPERATOR_LABELS = {
 }
 
 
-class PyTorchReplicaSpecV1Alpha1(SpecModel):
+class PyTorchReplicaSpecV1Alpha1(ListReplicaSpec):
     """One entry of ``v1alpha1``'s ``replicaSpecs`` list."""
 
-    case_insensitive = True
-    replicas: int | None = None
-    """Number of pods. Default: 1."""
     template: dict[str, Any] | None = None
     """The pods' template."""
     master_port: int | None = None
@@ -234,106 +228,29 @@ def set_paths(document: dict[str, Any]) -> SetPaths:
 def parse(
     document: dict[str, Any], source: str, namespace: str, options: GraphOptions
 ) -> ReplicaJobPlan:
-    problems: list[Problem] = []
-    warnings: list[Problem] = []
-    envelope = read_envelope(document, KIND, VERSIONS, problems, warnings)
-    if envelope is None:
-        raise SpecError(source, problems, warnings)
-    version = envelope.version
-    spec = validate_section(SPEC_MODELS[version], envelope.spec, "spec", problems)
-    if spec is None:
-        raise SpecError(source, problems, warnings)
-    warnings += unknown_fields(spec, "spec", f"{KIND} kubeflow.org/{version}")
-    job = envelope.name
-    namespace = envelope.namespace or namespace
-    if isinstance(spec, PyTorchJobSpecV1Alpha1):
-        plan = _v1alpha1(spec, job, problems, warnings)
-    else:
-        plan = _map_versions(spec, version, job, problems, warnings)
-    if plan is None or problems:
-        raise SpecError(source, problems, warnings)
-    problems += check_names(job, plan["groups"], queued=is_queued(envelope.labels))
-    warnings += env_override_warnings(plan["groups"], plan["env"], plan["env_target"])
-    plan["gang"] = gang_for(
-        plan["groups"], plan["run"], options.gang_scheduler, options.gang_scheduler_name, warnings
-    )
-    if problems:
-        raise SpecError(source, problems, warnings)
-    return ReplicaJobPlan(
-        kind=KIND,
-        api_version=f"kubeflow.org/{version}",
-        job=job,
-        namespace=namespace,
-        labels=envelope.labels,
-        operator_labels=OPERATOR_LABELS[version],
-        warnings=warnings,
-        **plan,
-    )
+    return parser.parse(PYTORCHJOB, document, source, namespace, options)
 
 
 # --- v1alpha2, v1beta1, v1beta2, v1 -----------------------------------------------------------
 
 
-def _map_versions(
+def _rules(
     spec: SpecModel,
-    version: str,
-    job: str,
+    replicas: ReplicaMap,
+    context: JobContext,
     problems: list[Problem],
     warnings: list[Problem],
-) -> dict[str, Any] | None:
-    run = run_settings(spec, "None", problems)
-    replica_specs: dict[str, Any] = getattr(spec, "pytorch_replica_specs", {})
-    if not replica_specs:
-        problems.append(Problem("spec.pytorchReplicaSpecs", "required: a Master and/or Workers"))
-        return None
-    misplaced = misplaced_replica_fields(
-        replica_specs, "spec.pytorchReplicaSpecs", "Master: or Worker:"
-    )
-    if misplaced is not None:
-        problems.append(misplaced)
-        return None
-    model = ReplicaSpec if version == "v1" else ReplicaSpecBeforeV1
-    groups: dict[str, ReplicaGroup] = {}
-    for key, raw in replica_specs.items():
-        path = f"spec.pytorchReplicaSpecs.{key}"
-        if key not in REPLICA_TYPES:
-            # Every operator but training-operator 1.3-1.5 refuses other spellings.
-            close = next((t for t in REPLICA_TYPES if t.lower() == str(key).lower()), None)
-            fix = f"write {close!r}" if close else "use Master or Worker"
-            problems.append(Problem(path, f"{key!r} is not a PyTorchJob replica type: {fix}"))
-            continue
-        replica = validate_section(model, raw, path, problems)
-        if replica is None:
-            continue
-        warnings += unknown_fields(replica, path, f"{KIND} kubeflow.org/{version}")
-        policy = check_restart_policy(
-            replica.restart_policy, "OnFailure", f"{path}.restartPolicy", problems
-        )
-        replicas = check_replicas(replica.replicas, f"{path}.replicas", problems)
-        if key == "Master" and replicas != 1:
-            problems.append(
-                Problem(f"{path}.replicas", f"must be 1 (got {replicas}); add Workers instead")
-            )
-        groups[key.lower()] = replica_group(
-            replica_type=key.lower(),
-            replicas=replicas,
-            template=replica.template,
-            restart=restart_for(policy, run.backoff_limit),
-            source_path=path,
-            default_container=DEFAULT_CONTAINER,
-            port_name=PORT_NAME,
-            default_port=DEFAULT_PORT,
-            problems=problems,
-            warnings=warnings,
-        )
-    warnings += [w for g in groups.values() if (w := template_restart_warning(g)) is not None]
+) -> VersionPlan | None:
+    """pytorch-operator's rules: a Master before v1, torchrun's elastic policy, the torch
+    env of every replica; the Master decides, else every Worker (any one, elastic)."""
+    version, job = context.version, context.job
+    master, workers = replicas.group("master"), replicas.group("worker")
     elastic_policy = getattr(spec, "elastic_policy", None)
-    master, workers = groups.get("master"), groups.get("worker")
-    if master is None and version != "v1" and "Master" not in replica_specs:
+    if master is None and version != "v1" and "master" not in replicas.written:
         problems.append(
             Problem("spec.pytorchReplicaSpecs.Master", f"required in {version}: add a Master")
         )
-    if elastic_policy is not None and "Worker" not in replica_specs:
+    if elastic_policy is not None and "worker" not in replicas.written:
         problems.append(
             Problem(
                 "spec.pytorchReplicaSpecs.Worker",
@@ -407,7 +324,7 @@ def _map_versions(
             min_members=elastic.min_replicas if elastic is not None else None,
         )
     ordered = [deciding_restart(group, success, warnings) for group in ordered]
-    return {"groups": ordered, "run": run, "success": success, "env": env, "env_target": "all"}
+    return VersionPlan(groups=ordered, run=replicas.run, success=success, env=env, env_target="all")
 
 
 def _elastic(
@@ -473,49 +390,31 @@ def _metrics_warning(elastic: Elastic, workers: ReplicaGroup) -> Problem:
 
 
 def _v1alpha1(
-    spec: PyTorchJobSpecV1Alpha1, job: str, problems: list[Problem], warnings: list[Problem]
-) -> dict[str, Any] | None:
+    spec: SpecModel, context: JobContext, problems: list[Problem], warnings: list[Problem]
+) -> VersionPlan | None:
     """The list shape of the PyTorch operator proposal and of pytorch-operator 0.1-0.3.
 
     As in the TFJob's ``v1alpha1``, the pod template's restartPolicy is the replica's and
     unset means OnFailure. Each replica's masterPort (default: the proposal's spec-level
     masterPort, else 23456) is its port and the MASTER_PORT it is given.
     """
+    assert isinstance(spec, PyTorchJobSpecV1Alpha1)
+    job = context.job
     if not spec.replica_specs:
         problems.append(Problem("spec.replicaSpecs", "required: a MASTER and WORKERs"))
         return None
     groups: dict[str, ReplicaGroup] = {}
-    seen: dict[str, int] = {}
-    for position, raw in enumerate(spec.replica_specs):
-        path = f"spec.replicaSpecs[{position}]"
-        entry = validate_section(PyTorchReplicaSpecV1Alpha1, raw, path, problems)
-        if entry is None:
-            continue
-        warnings += unknown_fields(entry, path, f"{KIND} kubeflow.org/v1alpha1")
-        type_name = entry.replica_type or "MASTER"
-        if type_name not in V1ALPHA1_TYPES:
-            problems.append(
-                Problem(
-                    f"{path}.replicaType",
-                    f"must be one of {', '.join(V1ALPHA1_TYPES)} (got {type_name!r})",
-                )
-            )
-            continue
-        if type_name in seen:
-            problems.append(
-                Problem(
-                    f"{path}.replicaType",
-                    f"{type_name} is already defined by spec.replicaSpecs[{seen[type_name]}]; "
-                    "merge them into one entry",
-                )
-            )
-            continue
-        seen[type_name] = position
-        replicas = check_replicas(entry.replicas, f"{path}.replicas", problems)
-        if type_name == "MASTER" and replicas != 1:
-            problems.append(
-                Problem(f"{path}.replicas", f"must be 1 for the MASTER (got {replicas})")
-            )
+    entries = parser.list_entries(
+        KIND,
+        spec.replica_specs,
+        PyTorchReplicaSpecV1Alpha1,
+        "replica_type",
+        V1ALPHA1_TYPES,
+        problems,
+        warnings,
+    )
+    for listed in entries:
+        path, type_name, entry, replicas = listed.path, listed.type, listed.entry, listed.replicas
         policy = v1alpha1_restart(entry.template, path, warnings)
         groups[type_name.lower()] = replica_group(
             replica_type=type_name.lower(),
@@ -554,10 +453,30 @@ def _v1alpha1(
                 ),
             ]
     run = check_run_policy({"scheduler_name": spec.scheduler_name}, "spec", "All", problems)
-    return {
-        "groups": ordered,
-        "run": run,
-        "success": Success("master", (0,)),
-        "env": env,
-        "env_target": "default",
-    }
+    return VersionPlan(
+        groups=ordered,
+        run=run,
+        success=Success("master", (0,)),
+        env=env,
+        env_target="default",
+    )
+
+
+PYTORCHJOB = ReplicaKind(
+    name=KIND,
+    versions=VERSIONS,
+    spec_models=SPEC_MODELS,
+    operator_labels=OPERATOR_LABELS,
+    replica_map="pytorch_replica_specs",
+    replica_types=REPLICA_TYPES,
+    default_container=DEFAULT_CONTAINER,
+    port_name=PORT_NAME,
+    default_port=DEFAULT_PORT,
+    default_restart_policy="OnFailure",
+    default_clean_pod_policy=dict.fromkeys(VERSIONS, "None"),
+    empty_map="required: a Master and/or Workers",
+    example_type="Master: or Worker:",
+    rules=_rules,
+    single_replica_types=("Master",),
+    read_list=_v1alpha1,
+)

@@ -20,10 +20,8 @@ from typing import Any
 
 from pydantic import Field, SkipValidation
 
-from trainjobs.core.errors import Problem, SpecError
+from trainjobs.core.errors import Problem
 from trainjobs.core.graph import GraphOptions, Manifest
-from trainjobs.core.job_document import read_envelope, validate_section
-from trainjobs.core.jobset import is_queued
 from trainjobs.core.labels import OperatorLabels
 from trainjobs.core.replica_spec import (
     ReplicaGroup,
@@ -33,23 +31,22 @@ from trainjobs.core.replica_spec import (
     ReplicatedJobSpec,
     Restart,
     Success,
-    check_names,
-    check_replicas,
-    check_restart_policy,
     check_run_policy,
     check_total_pods,
     deciding_restart,
-    env_override_warnings,
-    gang_for,
-    misplaced_replica_fields,
     replica_group,
-    restart_for,
-    run_settings,
-    template_restart_warning,
     v1alpha1_restart,
 )
 from trainjobs.core.set_paths import SetPaths, replica_list, replica_map
-from trainjobs.core.spec_model import SpecModel, unknown_fields
+from trainjobs.core.spec_model import SpecModel
+from trainjobs.kinds.replica import parser
+from trainjobs.kinds.replica.declaration import (
+    JobContext,
+    ListReplicaSpec,
+    ReplicaKind,
+    ReplicaMap,
+    VersionPlan,
+)
 from trainjobs.kinds.tensorflow import parameter_server
 from trainjobs.kinds.tensorflow.tf_config import (
     CLUSTER_TYPES_BEFORE_V1,
@@ -64,8 +61,7 @@ DEFAULT_PORT = 2222
 PORT_NAME = "tfjob-port"
 DEFAULT_CONTAINER = "tensorflow"
 # Map keys from v1alpha2 on, matched without regard to case as the operator's defaulting does.
-REPLICA_TYPES = {"chief": "Chief", "master": "Master", "ps": "PS", "worker": "Worker"}
-REPLICA_TYPES["evaluator"] = "Evaluator"
+REPLICA_TYPES = ("Chief", "Master", "PS", "Worker", "Evaluator")
 V1ALPHA1_TYPES = ("MASTER", "PS", "WORKER")
 V1ALPHA1_PORT_NAME = "tf-port"
 """v1alpha1 gave each replica's Service one port of this name, ``tfPort``."""
@@ -113,12 +109,9 @@ OPERATOR_LABELS = {
 OPERATOR_LABELS["v1beta2"] = OPERATOR_LABELS["v1beta1"]
 
 
-class TFReplicaSpecV1Alpha1(SpecModel):
+class TFReplicaSpecV1Alpha1(ListReplicaSpec):
     """One entry of ``v1alpha1``'s ``replicaSpecs`` list."""
 
-    case_insensitive = True
-    replicas: int | None = None
-    """Number of pods. Default: 1."""
     template: dict[str, Any] | None = None
     """The pods' template. A PS without one runs a standard TensorFlow server."""
     tf_port: int | None = None
@@ -210,107 +203,22 @@ def set_paths(document: dict[str, Any]) -> SetPaths:
 def parse(
     document: dict[str, Any], source: str, namespace: str, options: GraphOptions
 ) -> ReplicaJobPlan:
-    problems: list[Problem] = []
-    warnings: list[Problem] = []
-    envelope = read_envelope(document, KIND, VERSIONS, problems, warnings)
-    if envelope is None:
-        raise SpecError(source, problems, warnings)
-    version = envelope.version
-    spec = validate_section(SPEC_MODELS[version], envelope.spec, "spec", problems)
-    if spec is None:
-        raise SpecError(source, problems, warnings)
-    schema = f"{KIND} kubeflow.org/{version}"
-    warnings += unknown_fields(spec, "spec", schema)
-    job = envelope.name
-    namespace = envelope.namespace or namespace
-    if isinstance(spec, TFJobSpecV1Alpha1):
-        plan = _v1alpha1(spec, job, namespace, options, problems, warnings)
-    else:
-        plan = _map_versions(spec, version, job, namespace, problems, warnings)
-    if plan is None or problems:
-        raise SpecError(source, problems, warnings)
-    problems += check_names(job, plan["groups"], queued=is_queued(envelope.labels))
-    warnings += env_override_warnings(plan["groups"], plan["env"], plan["env_target"])
-    plan["gang"] = gang_for(
-        plan["groups"], plan["run"], options.gang_scheduler, options.gang_scheduler_name, warnings
-    )
-    if problems:
-        raise SpecError(source, problems, warnings)
-    return ReplicaJobPlan(
-        kind=KIND,
-        api_version=f"kubeflow.org/{version}",
-        job=job,
-        namespace=namespace,
-        labels=envelope.labels,
-        operator_labels=OPERATOR_LABELS[version],
-        warnings=warnings,
-        **plan,
-    )
+    return parser.parse(TFJOB, document, source, namespace, options)
 
 
 # --- v1alpha2, v1beta1, v1beta2, v1 -----------------------------------------------------------
 
 
-def _map_versions(
+def _rules(
     spec: SpecModel,
-    version: str,
-    job: str,
-    namespace: str,
+    replicas: ReplicaMap,
+    context: JobContext,
     problems: list[Problem],
     warnings: list[Problem],
-) -> dict[str, Any] | None:
-    run = run_settings(spec, DEFAULT_CLEAN_POD_POLICY[version], problems)
-    replica_specs: dict[str, Any] = getattr(spec, "tf_replica_specs", {})
-    if not replica_specs:
-        problems.append(Problem("spec.tfReplicaSpecs", "required: at least one replica type"))
-        return None
-    misplaced = misplaced_replica_fields(replica_specs, "spec.tfReplicaSpecs", "Worker:")
-    if misplaced is not None:
-        problems.append(misplaced)
-        return None
-    model = ReplicaSpec if version == "v1" else ReplicaSpecBeforeV1
-    groups: list[ReplicaGroup] = []
-    keys: dict[str, str] = {}
-    for key, raw in replica_specs.items():
-        path = f"spec.tfReplicaSpecs.{key}"
-        canonical = REPLICA_TYPES.get(str(key).lower())
-        if canonical is None:
-            warnings.append(
-                Problem(
-                    path,
-                    f"{key!r} is not a TFJob replica type ({', '.join(REPLICA_TYPES.values())}); "
-                    "Kubeflow runs it as written, so it runs here too",
-                )
-            )
-        replica_type = str(key).lower()
-        if replica_type in keys:
-            problems.append(
-                Problem(path, f"the same replica type as spec.tfReplicaSpecs.{keys[replica_type]}")
-            )
-            continue
-        keys[replica_type] = str(key)
-        replica = validate_section(model, raw, path, problems)
-        if replica is None:
-            continue
-        warnings += unknown_fields(replica, path, f"{KIND} kubeflow.org/{version}")
-        policy = check_restart_policy(
-            replica.restart_policy, "Never", f"{path}.restartPolicy", problems
-        )
-        groups.append(
-            replica_group(
-                replica_type=replica_type,
-                replicas=check_replicas(replica.replicas, f"{path}.replicas", problems),
-                template=replica.template,
-                restart=restart_for(policy, run.backoff_limit),
-                source_path=path,
-                default_container=DEFAULT_CONTAINER,
-                port_name=PORT_NAME,
-                default_port=DEFAULT_PORT,
-                problems=problems,
-                warnings=warnings,
-            )
-        )
-    warnings += [w for g in groups if (w := template_restart_warning(g)) is not None]
+) -> VersionPlan | None:
+    """tf-operator's rules: one chief (Chief or Master), one evaluator before v1, the success
+    policy, and TF_CONFIG for every replica."""
+    version, keys, groups = context.version, replicas.written, replicas.groups
     chiefs = [key for key in keys if key in ("chief", "master")]
     if len(chiefs) > 1:
         problems.append(
@@ -339,7 +247,7 @@ def _map_versions(
                     )
                 )
     if version in ("v1beta1", "v1beta2"):
-        evaluators = next((g for g in groups if g.type == "evaluator"), None)
+        evaluators = replicas.group("evaluator")
         if evaluators is not None and evaluators.replicas > 1:
             problems.append(
                 Problem(
@@ -362,14 +270,13 @@ def _map_versions(
     success = _success(groups, success_policy == "AllWorkers", problems)
     groups = [deciding_restart(group, success, warnings) for group in groups]
     dynamic = bool(getattr(spec, "enable_dynamic_worker", False))
-    env = _env(job, namespace, groups, version, dynamic)
-    return {
-        "groups": groups,
-        "run": run,
-        "success": success,
-        "env": env,
-        "env_target": "first-default" if version == "v1" else "all",
-    }
+    return VersionPlan(
+        groups=groups,
+        run=replicas.run,
+        success=success,
+        env=_env(context.job, context.namespace, groups, version, dynamic),
+        env_target="first-default" if version == "v1" else "all",
+    )
 
 
 def _success(groups: list[ReplicaGroup], all_workers: bool, problems: list[Problem]) -> Success:
@@ -419,13 +326,8 @@ def _env(
 
 
 def _v1alpha1(
-    spec: TFJobSpecV1Alpha1,
-    job: str,
-    namespace: str,
-    options: GraphOptions,
-    problems: list[Problem],
-    warnings: list[Problem],
-) -> dict[str, Any] | None:
+    spec: SpecModel, context: JobContext, problems: list[Problem], warnings: list[Problem]
+) -> VersionPlan | None:
     """The list shape of the TFJob design and of tf-operator 0.1-0.3.
 
     The pod template's restartPolicy is the replica's; unset (the API server's Always) is
@@ -433,47 +335,31 @@ def _v1alpha1(
     exit 0 finished it and a failure was retried. A PS entry without a template runs the
     standard TensorFlow server (:mod:`.parameter_server`).
     """
+    assert isinstance(spec, TFJobSpecV1Alpha1)
+    job = context.job
     if not spec.replica_specs:
         problems.append(Problem("spec.replicaSpecs", "required: at least one replica"))
         return None
     groups: list[ReplicaGroup] = []
-    seen: dict[str, int] = {}
     assets: dict[str, str] = {}
-    for position, raw in enumerate(spec.replica_specs):
-        path = f"spec.replicaSpecs[{position}]"
-        entry = validate_section(TFReplicaSpecV1Alpha1, raw, path, problems)
-        if entry is None:
-            continue
-        warnings += unknown_fields(entry, path, f"{KIND} kubeflow.org/v1alpha1")
-        type_name = entry.tf_replica_type or "MASTER"
-        if type_name not in V1ALPHA1_TYPES:
-            problems.append(
-                Problem(
-                    f"{path}.tfReplicaType",
-                    f"must be one of {', '.join(V1ALPHA1_TYPES)} (got {type_name!r})",
-                )
-            )
-            continue
-        if type_name in seen:
-            problems.append(
-                Problem(
-                    f"{path}.tfReplicaType",
-                    f"{type_name} is already defined by spec.replicaSpecs[{seen[type_name]}]; "
-                    "merge them into one entry",
-                )
-            )
-            continue
-        seen[type_name] = position
-        replicas = check_replicas(entry.replicas, f"{path}.replicas", problems)
-        if type_name == "MASTER" and replicas != 1:
-            problems.append(
-                Problem(f"{path}.replicas", f"must be 1 for the MASTER (got {replicas})")
-            )
+    entries = parser.list_entries(
+        KIND,
+        spec.replica_specs,
+        TFReplicaSpecV1Alpha1,
+        "tf_replica_type",
+        V1ALPHA1_TYPES,
+        problems,
+        warnings,
+    )
+    for listed in entries:
+        path, type_name, entry, replicas = listed.path, listed.type, listed.entry, listed.replicas
         port = entry.tf_port or DEFAULT_PORT
         template = entry.template
         if template is None and type_name == "PS":
             image = (
-                spec.tf_image or options.tensorflow_server_image or parameter_server.DEFAULT_IMAGE
+                spec.tf_image
+                or context.options.tensorflow_server_image
+                or parameter_server.DEFAULT_IMAGE
             )
             template = parameter_server.server_template(
                 job, image, DEFAULT_CONTAINER, V1ALPHA1_PORT_NAME, port
@@ -537,11 +423,31 @@ def _v1alpha1(
         for g in groups
         for index in range(g.replicas)
     }
-    return {
-        "groups": groups,
-        "run": run,
-        "success": Success(chief_type, (chief_index,)),
-        "env": env,
-        "env_target": "default",
-        "assets": assets,
-    }
+    return VersionPlan(
+        groups=groups,
+        run=run,
+        success=Success(chief_type, (chief_index,)),
+        env=env,
+        env_target="default",
+        assets=assets,
+    )
+
+
+TFJOB = ReplicaKind(
+    name=KIND,
+    versions=VERSIONS,
+    spec_models=SPEC_MODELS,
+    operator_labels=OPERATOR_LABELS,
+    replica_map="tf_replica_specs",
+    replica_types=REPLICA_TYPES,
+    default_container=DEFAULT_CONTAINER,
+    port_name=PORT_NAME,
+    default_port=DEFAULT_PORT,
+    default_restart_policy="Never",
+    default_clean_pod_policy=DEFAULT_CLEAN_POD_POLICY,
+    empty_map="required: at least one replica type",
+    example_type="Worker:",
+    rules=_rules,
+    lenient_types=True,
+    read_list=_v1alpha1,
+)
