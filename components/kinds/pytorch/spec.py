@@ -413,18 +413,17 @@ def _v1alpha1(
         problems,
         warnings,
     )
-    for listed in entries:
-        path, type_name, entry, replicas = listed.path, listed.type, listed.entry, listed.replicas
-        policy = v1alpha1_restart(entry.template, path, warnings)
-        groups[type_name.lower()] = replica_group(
-            replica_type=type_name.lower(),
-            replicas=replicas,
-            template=entry.template,
+    for item in entries:
+        policy = v1alpha1_restart(item.entry.template, item.path, warnings)
+        groups[item.type.lower()] = replica_group(
+            replica_type=item.type.lower(),
+            replicas=item.replicas,
+            template=item.entry.template,
             restart=Restart(policy, policy),
-            source_path=path,
+            source_path=item.path,
             default_container=DEFAULT_CONTAINER,
             port_name="pytorchjob-port",
-            default_port=entry.master_port or spec.master_port or DEFAULT_PORT,
+            default_port=item.entry.master_port or spec.master_port or DEFAULT_PORT,
             problems=problems,
             warnings=warnings,
             first_if_unnamed=True,

@@ -351,11 +351,10 @@ def _v1alpha1(
         problems,
         warnings,
     )
-    for listed in entries:
-        path, type_name, entry, replicas = listed.path, listed.type, listed.entry, listed.replicas
-        port = entry.tf_port or DEFAULT_PORT
-        template = entry.template
-        if template is None and type_name == "PS":
+    for item in entries:
+        port = item.entry.tf_port or DEFAULT_PORT
+        template = item.entry.template
+        if template is None and item.type == "PS":
             image = (
                 spec.tf_image
                 or context.options.tensorflow_server_image
@@ -368,22 +367,22 @@ def _v1alpha1(
             groups.append(
                 ReplicaGroup(
                     type="ps",
-                    replicas=replicas,
+                    replicas=item.replicas,
                     template=template,
                     container=DEFAULT_CONTAINER,
                     restart=Restart("OnFailure", "OnFailure"),
-                    source_path=path,
+                    source_path=item.path,
                     port=port,
                 )
             )
             continue
-        policy = v1alpha1_restart(template, path, warnings)
+        policy = v1alpha1_restart(template, item.path, warnings)
         group = replica_group(
-            replica_type=type_name.lower(),
-            replicas=replicas,
+            replica_type=item.type.lower(),
+            replicas=item.replicas,
             template=template,
             restart=Restart(policy, policy),
-            source_path=path,
+            source_path=item.path,
             default_container=DEFAULT_CONTAINER,
             port_name=V1ALPHA1_PORT_NAME,
             default_port=port,
