@@ -1,4 +1,4 @@
-"""The ChainerJob graph (KEP-141): assets, RBAC, Service, worker StatefulSets, master Job.
+"""The MPI graph (KEP-141's, shared by MPIJob): assets, RBAC, Service, StatefulSets, master Job.
 
 The master pod runs the user's command (typically ``mpiexec ... python train.py``). Open MPI
 starts its daemons on the workers through the generated rsh agent, which uses ``kubectl
