@@ -19,7 +19,7 @@ from trainjobs.core.errors import UserError
 from trainjobs.engines.engine import Engine, EngineError
 from trainjobs.images.build_settings import BuildSettings
 from trainjobs.images.builder import Say
-from trainjobs.images.declarations import DebianBase
+from trainjobs.images.image_parts import DebianBase
 
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 PUBLIC_SOURCES = """\

@@ -25,7 +25,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from trainjobs.core.errors import UserError
-from trainjobs.images.declarations import DebianBase, Image
+from trainjobs.images.declarations import Image
 from trainjobs.images.dockerfiles import (
     APT_CONFIG_SECRET,
     APT_SOURCES_SECRET,
@@ -35,6 +35,7 @@ from trainjobs.images.dockerfiles import (
     PIP_CONFIG_SECRET,
     SECRETS_DIR,
 )
+from trainjobs.images.image_parts import DebianBase
 from trainjobs.images.references import reference_problem
 
 BUILD_MOUNTS = "/run/build"

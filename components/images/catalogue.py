@@ -4,14 +4,8 @@ from __future__ import annotations
 
 from trainjobs.core.errors import UserError
 from trainjobs.core.graph import DEFAULT_KUBECTL_IMAGE
-from trainjobs.images.declarations import (
-    CudaBase,
-    DebianBase,
-    Image,
-    ImageBuild,
-    ImageFile,
-    OpenMpi,
-)
+from trainjobs.images.declarations import Image
+from trainjobs.images.image_parts import CudaBase, DebianBase, ImageBuild, ImageFile, OpenMpi
 
 _MPI4PY = "mpi4py==3.1.6"  # ChainerMN's MPI binding
 # The CUDA images carry what the CPU ones do, plus CuPy 13 (the last CuPy for NumPy 1 and

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
+from collections.abc import Sequence
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from packaging.utils import canonicalize_name
 
@@ -12,10 +12,31 @@ from trainjobs.core.errors import Problem
 from trainjobs.core.graph import DEFAULT_KUBECTL_IMAGE
 from trainjobs.images.build_context import IMAGES_DIR
 from trainjobs.images.distributions import UBUNTU_RELEASES
+from trainjobs.images.image_parts import CudaBase, DebianBase, ImageBuild, ImageFile, release
 from trainjobs.images.references import DIGEST_REFERENCE, has_version_tag
 
-if TYPE_CHECKING:
-    from trainjobs.images.declarations import Image
+
+class DeclaredImage(Protocol):
+    """What the rules read of an image declaration
+    (:class:`trainjobs.images.declarations.Image`, which checks itself with them)."""
+
+    @property
+    def base(self) -> str | None: ...
+    @property
+    def cuda(self) -> CudaBase | None: ...
+    @property
+    def debian(self) -> DebianBase | None: ...
+    @property
+    def build(self) -> ImageBuild | None: ...
+    @property
+    def files(self) -> Sequence[ImageFile]: ...
+    @property
+    def apt_packages(self) -> Sequence[str]: ...
+    @property
+    def python_packages(self) -> tuple[str, ...]: ...
+    @property
+    def gpu_packages(self) -> tuple[str, ...]: ...
+    def pins(self) -> dict[str, tuple[str, str]]: ...
 
 
 # The CuPy wheels on PyPI trainjobs knows, and the oldest CUDA release each runs on. A wheel
@@ -23,17 +44,11 @@ if TYPE_CHECKING:
 CUPY_WHEELS: dict[str, tuple[int, int]] = {"cupy-cuda11x": (11, 2), "cupy-cuda12x": (12, 0)}
 
 
-def release(version: str) -> tuple[int, ...]:
-    """The numeric release of a version: '13.6.0' -> (13, 6, 0), '2.0.0rc1' -> (2, 0, 0)."""
-    match = re.match(r"\d+(?:\.\d+)*", version)
-    return tuple(int(part) for part in match.group(0).split(".")) if match else ()
-
-
 def _is_cupy(name: str) -> bool:
     return name == "cupy" or name.startswith("cupy-")
 
 
-def compatibility_problems(image: Image) -> list[Problem]:
+def compatibility_problems(image: DeclaredImage) -> list[Problem]:
     """Every combination in the declaration that is known to break, or not known to work.
 
     Each problem names the field, the offending value and the fix.
@@ -67,7 +82,7 @@ def compatibility_problems(image: Image) -> list[Problem]:
     ]
 
 
-def _duplicate_pins(image: Image) -> list[Problem]:
+def _duplicate_pins(image: DeclaredImage) -> list[Problem]:
     problems: list[Problem] = []
     seen: dict[str, Any] = {}
     for name, (version, field) in all_pins(image):
@@ -84,7 +99,7 @@ def _duplicate_pins(image: Image) -> list[Problem]:
     return problems
 
 
-def all_pins(image: Image) -> list[tuple[str, tuple[str, str]]]:
+def all_pins(image: DeclaredImage) -> list[tuple[str, tuple[str, str]]]:
     fields = {"python_packages": image.python_packages, "gpu_packages": image.gpu_packages}
     if image.build is not None:
         fields["build.python_bootstrap"] = image.build.python_bootstrap
@@ -134,7 +149,7 @@ def _chainer_problems(pins: dict[str, tuple[str, str]]) -> list[Problem]:
     return problems
 
 
-def _cupy_problems(image: Image, pins: dict[str, tuple[str, str]]) -> list[Problem]:
+def _cupy_problems(image: DeclaredImage, pins: dict[str, tuple[str, str]]) -> list[Problem]:
     """A CuPy wheel must match the base image's CUDA major, and CuPy 13 its cuDNN 8."""
     problems = []
     for name, (version, field) in pins.items():
@@ -192,7 +207,7 @@ def _cupy_problems(image: Image, pins: dict[str, tuple[str, str]]) -> list[Probl
     return problems
 
 
-def _build_problems(image: Image, pins: dict[str, tuple[str, str]]) -> list[Problem]:
+def _build_problems(image: DeclaredImage, pins: dict[str, tuple[str, str]]) -> list[Problem]:
     """What the Dockerfile recipe needs: a CUDA or Debian base, a Python its archive has, the
     build tools pinned, files inside the build context, and Open MPI 4 for mpi4py (built
     CUDA-aware on a CUDA base)."""

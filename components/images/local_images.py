@@ -13,7 +13,8 @@ from trainjobs.images import bootstrap, kubectl_stand_in
 from trainjobs.images.build_settings import BuildSettings
 from trainjobs.images.builder import Say, ensure
 from trainjobs.images.catalogue import IMAGES
-from trainjobs.images.declarations import DebianBase, Image
+from trainjobs.images.declarations import Image
+from trainjobs.images.image_parts import DebianBase
 
 
 def prepare(engine: Engine, settings: BuildSettings, say: Say) -> None:

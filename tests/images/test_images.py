@@ -34,8 +34,9 @@ from trainjobs.images import dockerfiles
 from trainjobs.images.catalogue import IMAGES, declared_image
 from trainjobs.images.compatibility import compatibility_problems
 from trainjobs.images.cuda_image import CudaImage, image_tag
-from trainjobs.images.declarations import CudaBase, DebianBase, Image, ImageError
+from trainjobs.images.declarations import Image, ImageError
 from trainjobs.images.gpu_support import MIN_CUDA, check_images_on_pool, cuda_problems
+from trainjobs.images.image_parts import CudaBase, DebianBase
 from trainjobs.images.pinning import image_pins_from_config, pin_images
 from trainjobs.images.references import is_digest_pinned
 from trainjobs.kinds.registry import JobDefinition, load_job, parse_job
