@@ -14,6 +14,7 @@ from trainjobs.cli.arguments import namespace_argument
 from trainjobs.cluster.errors import DEFAULT_RETRY, RetryPolicy
 from trainjobs.core.durations import parse_duration
 from trainjobs.core.errors import UserError
+from trainjobs.core.phases import JobPhase
 from trainjobs.core.terminal import escape
 
 # What only watching uses (the watch loop, scaling, outcomes) loads once the job is found:
@@ -411,9 +412,13 @@ def _watch_states(
             fresh = {}  # JOB was removed: reported below as Missing
         changed = [state for name, state in fresh.items() if _changed(shown.get(name), state)]
         for name, old in shown.items():
-            if name not in fresh and old.phase != "Missing":
+            if name not in fresh and old.phase != JobPhase.MISSING:
                 fresh[name] = dataclasses.replace(
-                    old, phase="Missing", detail="no longer deployed", started=None, ended=None
+                    old,
+                    phase=JobPhase.MISSING,
+                    detail="no longer deployed",
+                    started=None,
+                    ended=None,
                 )
                 changed.append(fresh[name])
         if changed:

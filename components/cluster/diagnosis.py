@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from trainjobs.cluster.api_error import as_api_error
+from trainjobs.core.phases import JobPhase
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient, V1ContainerStatus, V1Pod
@@ -246,7 +247,7 @@ def _pod_failure(pod: V1Pod) -> PodFailure | None:
         for container_status in statuses or []
         if (failure := _container_failure(container_status, init)) is not None
     ]
-    if not containers and status.phase != "Failed":
+    if not containers and status.phase != JobPhase.FAILED:
         return None
     return PodFailure(
         pod=pod.metadata.name,

@@ -23,6 +23,7 @@ from trainjobs.cluster.responses import check_list, check_metadata
 from trainjobs.cluster.rest import segment
 from trainjobs.core.errors import UserError
 from trainjobs.core.labels import JOB_NAME, MANAGED_BY
+from trainjobs.core.phases import JobPhase
 
 # The first requests go out before the rest loads: a job's target, rules and phase are
 # read from their answers.
@@ -126,7 +127,7 @@ class JobState:
 
     name: str
     kind: str
-    phase: str
+    phase: JobPhase
     detail: str
     created: datetime | None = None
     started: datetime | None = None
@@ -141,9 +142,7 @@ class JobState:
         DURATION); None before it starts, or once its Jobs are gone."""
         if self.started is None:
             return None
-        from trainjobs.cluster.status import TERMINAL_PHASES
-
-        if self.ended is None and self.phase in TERMINAL_PHASES:
+        if self.ended is None and JobPhase(self.phase).is_terminal():
             return None
         return ((self.ended or now) - self.started).total_seconds()
 
@@ -151,7 +150,7 @@ class JobState:
         return {
             "name": self.name,
             "kind": self.kind,
-            "phase": self.phase,
+            "phase": str(self.phase),
             "detail": self.detail,
             "created": _iso(self.created),
             "started": _iso(self.started),
@@ -172,7 +171,6 @@ def job_state(
     its recorded run: Pending, Running, Suspended, Succeeded, Failed, or Missing."""
     from trainjobs.cluster.responses import check_job
     from trainjobs.cluster.rules import decide
-    from trainjobs.cluster.status import SUSPENDED
     from trainjobs.cluster.watch import job_statuses, jobs_by_name
 
     timeout = (retry.connect_timeout, retry.request_timeout)
@@ -193,8 +191,8 @@ def job_state(
     if master is None:
         if ended and finished is not None:
             return _from_record(target, finished, "its Jobs were removed")
-        return JobState(target.name, target.kind, "Missing", "its Jobs do not exist")
-    if master.phase == SUSPENDED and ended and finished is not None:
+        return JobState(target.name, target.kind, JobPhase.MISSING, "its Jobs do not exist")
+    if master.phase == JobPhase.SUSPENDED and ended and finished is not None:
         return _from_record(target, finished, "its Jobs stay suspended")
     created = jobs[target.rules.master].metadata.creation_timestamp
     final, _ = decide(target.rules, statuses, target.namespace)

@@ -7,8 +7,9 @@ from typing import Any
 
 from trainjobs.cluster.diagnosis import Diagnosis
 from trainjobs.cluster.scaling import ScaleResult
-from trainjobs.cluster.status import SUCCEEDED, JobStatus
+from trainjobs.cluster.status import JobStatus
 from trainjobs.core.durations import format_duration
+from trainjobs.core.phases import JobPhase
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class Outcome:
 
     @property
     def succeeded(self) -> bool:
-        return self.status.phase == SUCCEEDED
+        return self.status.phase == JobPhase.SUCCEEDED
 
     @property
     def workers_scaled_down(self) -> bool:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainjobs.cluster.errors import DEFAULT_RETRY, RetryPolicy, best_effort, call_with_retries
 from trainjobs.cluster.objects import read_object
+from trainjobs.core.phases import JobPhase
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -44,7 +45,7 @@ class FinishedRun:
     """How a run ended, as recorded: its identity, phase, reason, message and end time."""
 
     run: str
-    phase: str
+    phase: JobPhase
     reason: str | None = None
     message: str | None = None
     completion_time: str | None = None
@@ -53,7 +54,7 @@ class FinishedRun:
         return json.dumps(
             {
                 "run": self.run,
-                "phase": self.phase,
+                "phase": str(self.phase),
                 "reason": self.reason,
                 "message": self.message,
                 "completionTime": self.completion_time,
@@ -69,7 +70,7 @@ class FinishedRun:
             data = json.loads(text)
             return cls(
                 run=str(data["run"]),
-                phase=str(data["phase"]),
+                phase=JobPhase(str(data["phase"])),
                 reason=data.get("reason"),
                 message=data.get("message"),
                 completion_time=data.get("completionTime"),

@@ -18,13 +18,8 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from trainjobs.cluster.status import (
-    FAILED,
-    PERMANENT_FAILURE,
-    SUCCEEDED,
-    WORKER_FAILED,
-    JobStatus,
-)
+from trainjobs.cluster.status import PERMANENT_FAILURE, WORKER_FAILED, JobStatus
+from trainjobs.core.phases import JobPhase
 
 
 @dataclass(frozen=True)
@@ -89,14 +84,14 @@ def decide(
     operator decides success first."""
     master = statuses[rules.master]
 
-    def phase(name: str) -> str | None:
+    def phase(name: str) -> JobPhase | None:
         status = statuses.get(name)
         return status.phase if status is not None else None
 
-    done = [name for name in rules.success_jobs if phase(name) == SUCCEEDED]
+    done = [name for name in rules.success_jobs if phase(name) == JobPhase.SUCCEEDED]
     if done and (rules.success_any or len(done) == len(rules.success_jobs)):
         return _succeeded(rules, master, statuses, done, namespace), ()
-    failed = [name for name in rules.watched if phase(name) == FAILED]
+    failed = [name for name in rules.watched if phase(name) == JobPhase.FAILED]
     if not failed:
         return None, ()
     if rules.elastic is None:
@@ -110,7 +105,7 @@ def decide(
         if status.reason == PERMANENT_FAILURE or elastic.restart_never:
             return _job_failed(master, status, name, namespace), ()
     members = len(rules.success_jobs)
-    left = members - sum(1 for name in rules.success_jobs if phase(name) == FAILED)
+    left = members - sum(1 for name in rules.success_jobs if phase(name) == JobPhase.FAILED)
     if left < elastic.min_members:
         last = failed[-1]
         cannot = (
@@ -143,7 +138,7 @@ def _succeeded(
         )
         return dataclasses.replace(
             master,
-            phase=SUCCEEDED,
+            phase=JobPhase.SUCCEEDED,
             reason=winner.reason,
             message=message,
             completion_time=winner.completion_time,
@@ -169,7 +164,7 @@ def _job_failed(
     the master's counts and times, that Job's end."""
     return dataclasses.replace(
         master,
-        phase=FAILED,
+        phase=JobPhase.FAILED,
         reason=WORKER_FAILED,
         message=_failed_message(status, name, namespace) + extra,
         completion_time=status.completion_time,

@@ -9,28 +9,14 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from trainjobs.cluster.objects import ApiObject
+from trainjobs.core.phases import JobPhase
 
 if TYPE_CHECKING:
     from kubernetes.client import V1Job, V1JobCondition, V1JobStatus
 
 
-SUCCEEDED = "Succeeded"
-
-
-FAILED = "Failed"
-
-
-DELETED = "Deleted"
-
-
-TERMINAL_PHASES = frozenset({SUCCEEDED, FAILED, DELETED})
-
-
 WORKER_FAILED = "WorkerFailed"
 """The reason of a job that failed because a Job other than its master Job failed."""
-
-
-SUSPENDED = "Suspended"
 
 
 PERMANENT_FAILURE = "PodFailurePolicy"
@@ -89,7 +75,7 @@ class JobStatus:
     Kubernetes 1.31) reports ``Complete``.
     """
 
-    phase: str
+    phase: JobPhase
     reason: str | None = None
     message: str | None = None
     start_time: datetime | None = None
@@ -106,7 +92,7 @@ class JobStatus:
 
     @property
     def terminal(self) -> bool:
-        return self.phase in TERMINAL_PHASES
+        return JobPhase(self.phase).is_terminal()
 
     @property
     def duration_seconds(self) -> float | None:
@@ -136,7 +122,7 @@ class JobStatus:
     def as_deleted(self, message: str) -> JobStatus:
         """This status, but ended by the Job's deletion (its counts stay the last seen)."""
         return dataclasses.replace(
-            self, phase=DELETED, reason=DELETED, message=message, completion_time=None
+            self, phase=JobPhase.DELETED, reason="Deleted", message=message, completion_time=None
         )
 
     def counts(self) -> str:
@@ -149,7 +135,7 @@ class JobStatus:
 
     def to_outputs(self) -> dict[str, Any]:
         return {
-            "phase": self.phase,
+            "phase": str(self.phase),
             "reason": self.reason,
             "message": self.message,
             "start_time": _timestamp(self.start_time),
@@ -162,18 +148,18 @@ class JobStatus:
 
 def _derive_phase(
     job: V1Job, status: V1JobStatus, conditions: Mapping[str, V1JobCondition]
-) -> tuple[str, str | None, str | None, datetime | None]:
+) -> tuple[JobPhase, str | None, str | None, datetime | None]:
     """(phase, reason, message, end time). Only Complete and Failed are terminal: since
     Kubernetes 1.31 SuccessCriteriaMet/FailureTarget come first, while pods still stop."""
     if "Complete" in conditions:
         done = conditions["Complete"]
         end = status.completion_time or done.last_transition_time
-        return SUCCEEDED, done.reason or "Complete", done.message, end
+        return JobPhase.SUCCEEDED, done.reason or "Complete", done.message, end
     if "Failed" in conditions:
         done = conditions["Failed"]
-        return FAILED, done.reason or "Failed", done.message, done.last_transition_time
+        return JobPhase.FAILED, done.reason or "Failed", done.message, done.last_transition_time
     if job.spec is not None and job.spec.suspend:
-        return "Suspended", None, None, None
+        return JobPhase.SUSPENDED, None, None, None
     if status.active:
-        return "Running", None, None, None
-    return "Pending", None, None, None
+        return JobPhase.RUNNING, None, None, None
+    return JobPhase.PENDING, None, None, None

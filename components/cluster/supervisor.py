@@ -35,13 +35,7 @@ from trainjobs.cluster.scaling import (
     restore_workers,
     scale_down_workers,
 )
-from trainjobs.cluster.status import (
-    DELETED,
-    SUCCEEDED,
-    SUSPENDED,
-    TERMINAL_PHASES,
-    JobStatus,
-)
+from trainjobs.cluster.status import JobStatus
 from trainjobs.cluster.target import WatchTarget
 from trainjobs.cluster.watch import (
     DEFAULT_TIMEOUT_SECONDS,
@@ -52,6 +46,7 @@ from trainjobs.cluster.watch import (
     read_job,
     watch_job,
 )
+from trainjobs.core.phases import JobPhase
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient, V1Job
@@ -159,7 +154,7 @@ def run_watch(
         stop.append(WorkerRef("Job", job_name))
     results = scale_down_workers(api, namespace, stop, retry=retry, report=report, sleep=sleep)
     diagnosis = None
-    if status.phase != SUCCEEDED:
+    if status.phase != JobPhase.SUCCEEDED:
         diagnosis = diagnose(
             api,
             namespace,
@@ -345,7 +340,7 @@ def _jobset_exists(api: ApiClient, target: WatchTarget, retry: RetryPolicy) -> b
 
 def _jobs_never_created(target: WatchTarget, options: WatchOptions) -> Outcome:
     status = JobStatus(
-        phase=DELETED,
+        phase=JobPhase.DELETED,
         reason="JobsNotCreated",
         message=(
             f"JobSet {target.namespace}/{target.jobset} has no Job {target.rules.master} after "
@@ -358,7 +353,7 @@ def _jobs_never_created(target: WatchTarget, options: WatchOptions) -> Outcome:
 
 def _started(target: WatchTarget) -> Outcome:
     status = JobStatus(
-        phase="Running",
+        phase=JobPhase.RUNNING,
         reason=STARTED,
         message=(
             f"started and not watched (trainjobs:watch start): `trainjobs watch {target.name} "
@@ -379,8 +374,8 @@ def _everything(target: WatchTarget) -> list[WorkerRef]:
 
 def _suspended(target: WatchTarget, results: tuple[ScaleResult, ...]) -> Outcome:
     status = JobStatus(
-        phase=SUSPENDED,
-        reason=SUSPENDED,
+        phase=JobPhase.SUSPENDED,
+        reason="Suspended",
         message="suspended by its spec (runPolicy.suspend: true); set it to false to run it",
     )
     return Outcome(target.namespace, target.name, status, results)
@@ -429,7 +424,7 @@ def _finish(
     else:
         results = scale(_still_running(api, target, options.retry), True)
     diagnosis = None
-    if status.phase != SUCCEEDED:
+    if status.phase != JobPhase.SUCCEEDED:
         diagnosis = diagnose(
             api,
             namespace,
@@ -439,7 +434,7 @@ def _finish(
         )
     if target.clean_pod_policy == "All":
         delete_pods(api, namespace, target.selector, retry=options.retry, report=options.report)
-    if status.phase in TERMINAL_PHASES and status.phase != DELETED and target.anchor is not None:
+    if status.terminal and status.phase != JobPhase.DELETED and target.anchor is not None:
         notes += _record(api, target, status, options)
     return Outcome(namespace, target.name, status, results, diagnosis, tuple(notes))
 
@@ -454,9 +449,7 @@ def _still_running(api: ApiClient, target: WatchTarget, retry: RetryPolicy) -> l
         )
     except Exception:
         return everything
-    finished = {
-        job.metadata.name for job in listed if JobStatus.from_job(job).phase in TERMINAL_PHASES
-    }
+    finished = {job.metadata.name for job in listed if JobStatus.from_job(job).terminal}
     return [w for w in everything if not (w.kind == "Job" and w.name in finished)]
 
 

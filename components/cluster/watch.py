@@ -53,9 +53,10 @@ from trainjobs.cluster.errors import (
 )
 from trainjobs.cluster.progress import PROGRESS_INTERVAL_SECONDS, Progress, Reporter, quiet
 from trainjobs.cluster.rules import CompletionRules, decide
-from trainjobs.cluster.status import SUCCEEDED, JobStatus
+from trainjobs.cluster.status import JobStatus
 from trainjobs.core.durations import format_duration
 from trainjobs.core.errors import UserError
+from trainjobs.core.phases import JobPhase
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient, V1Job
@@ -398,7 +399,9 @@ class _JobWatch:
                     f"Job {self.label} was replaced by another Job with the same name "
                     f"(uid {master.metadata.uid}, expected {self.job_uid})"
                 )
-            final = (self.last or JobStatus(phase="Pending", uid=self.job_uid)).as_deleted(message)
+            final = (self.last or JobStatus(phase=JobPhase.PENDING, uid=self.job_uid)).as_deleted(
+                message
+            )
             self.last = final
             return final
         statuses = job_statuses(self.jobs, self.rules.watched)
@@ -419,7 +422,7 @@ class _JobWatch:
             return final
         if status.terminal:
             # The master is done but the job is not (other Jobs decide it too): running.
-            status = dataclasses.replace(status, phase="Running")
+            status = dataclasses.replace(status, phase=JobPhase.RUNNING)
         self.last = status
         self.progress.observe(status)
         return None
@@ -427,7 +430,7 @@ class _JobWatch:
     def _report_finished_others(self, statuses: Mapping[str, JobStatus]) -> None:
         for name in self.rules.others:
             status = statuses.get(name)
-            if status is None or status.phase != SUCCEEDED or name in self.reported:
+            if status is None or status.phase != JobPhase.SUCCEEDED or name in self.reported:
                 continue
             self.reported.add(name)
             self.report(

@@ -50,7 +50,6 @@ from pulumi.config import ConfigTypeError
 
 from trainjobs.cluster.client import load_api_client
 from trainjobs.cluster.outcome import Outcome
-from trainjobs.cluster.status import SUSPENDED
 from trainjobs.cluster.supervisor import (
     STARTED,
     WatchOptions,
@@ -61,6 +60,7 @@ from trainjobs.cluster.target import CLEAN_POD_POLICIES, WatchTarget
 from trainjobs.cluster.watch import DEFAULT_TIMEOUT_SECONDS, PULUMI_RESUME_HINT
 from trainjobs.core.durations import parse_duration
 from trainjobs.core.errors import UserError
+from trainjobs.core.phases import JobPhase
 
 REPLACE_ON = ("context",)
 """Inputs that identify what is watched as a whole: another cluster is another set of runs."""
@@ -427,7 +427,7 @@ def _watch(
             problems.append(f"{result.describe()}\nrun `pulumi up` again to retry")
         elif (
             not result.succeeded
-            and result.status.phase != SUSPENDED
+            and result.status.phase != JobPhase.SUSPENDED
             and result.status.reason != STARTED
             and inputs["fail_on_failure"]
         ):

@@ -21,6 +21,7 @@ from typing import Any
 
 from trainjobs.core.apimachinery import dns1123_subdomain
 from trainjobs.core.errors import UserError
+from trainjobs.core.phases import JobPhase
 from trainjobs.core.terminal import escape
 from trainjobs.kinds.registry import JobDefinition
 from trainjobs.local.files import SUMMARY, without_timestamp, write_private
@@ -100,13 +101,14 @@ class RunRecord:
     kind: str
     outcome: str
     """Succeeded, Failed, Interrupted; Running while its runtime runs; Unknown when it
-    ended without a summary (killed, and not yet cleaned up after)."""
+    ended without a summary (killed, and not yet cleaned up after). As its summary says it:
+    a summary is a file, which may hold anything."""
     started: datetime | None
     duration_seconds: float | None
 
     @property
     def finished(self) -> bool:
-        return self.outcome != "Running"
+        return self.outcome != JobPhase.RUNNING
 
 
 def read_run(run_dir: Path) -> RunRecord | None:
@@ -117,12 +119,12 @@ def read_run(run_dir: Path) -> RunRecord | None:
     started = _parse_time(record.get("started") or summary.get("started"))
     duration = summary.get("durationSeconds")
     if summary:
-        outcome = str(summary.get("outcome", "Unknown"))
+        outcome = str(summary.get("outcome", JobPhase.UNKNOWN))
     elif _owner_running(record.get("owner")):
-        outcome = "Running"
+        outcome = JobPhase.RUNNING
         duration = None if started is None else (datetime.now(UTC) - started).total_seconds()
     else:
-        outcome = "Unknown"
+        outcome = JobPhase.UNKNOWN
     return RunRecord(
         run_dir=run_dir,
         job=str(record.get("job") or summary.get("job") or "?"),
@@ -233,7 +235,7 @@ def read_logs(
         sleep(FOLLOW_POLL_SECONDS)
 
 
-_ENDED = RunRecord(Path(), "", "", "Unknown", None, None)
+_ENDED = RunRecord(Path(), "", "", JobPhase.UNKNOWN, None, None)
 
 
 def _new_lines(

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trainjobs.core.phases import JobPhase
+
 if TYPE_CHECKING:
     from trainjobs.local.ledger import Cleaned
 
@@ -13,7 +15,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class RunResult:
     job: str
-    outcome: str
+    outcome: JobPhase
     """Succeeded, Failed or Interrupted."""
     reason: str
     """Completed, BackoffLimitExceeded, PodFailurePolicy, DeadlineExceeded, Unschedulable,
@@ -42,7 +44,7 @@ class RunResult:
     def summary(self) -> dict[str, Any]:
         return {
             "job": self.job,
-            "outcome": self.outcome,
+            "outcome": str(self.outcome),
             "reason": self.reason,
             "message": self.message,
             "exitCode": self.exit_code,
@@ -62,7 +64,7 @@ def killed_summary(dead: Cleaned) -> dict[str, Any]:
     """The summary of a run whose runtime was killed, written by whoever cleaned up after it."""
     return {
         "job": dead.job,
-        "outcome": "Interrupted",
+        "outcome": str(JobPhase.INTERRUPTED),
         "reason": "Killed",
         "message": f"the runtime (pid {dead.owner_pid}) ended before the job did (it was killed "
         "or crashed)",

@@ -65,6 +65,7 @@ from typing import Any
 from trainjobs.core.errors import EnvironmentFailure, UserError
 from trainjobs.core.jobset import QUEUE_LABEL
 from trainjobs.core.manifests import dump_yaml, manifest_filename
+from trainjobs.core.phases import JobPhase
 from trainjobs.kinds.mpi import ssh_assets
 from trainjobs.kinds.registry import JobDefinition
 from trainjobs.local import ssh as local_ssh
@@ -326,7 +327,7 @@ class Run:
 
     def execute(self) -> RunResult:
         started = time.monotonic()
-        outcome, reason, message = "Failed", "Error", "the run did not start"
+        outcome, reason, message = JobPhase.FAILED, "Error", "the run did not start"
         previous = install_signal_handlers()
         leftovers: list[str] = []
         identity: dict[str, Any] = {}
@@ -359,17 +360,21 @@ class Run:
             )
             outcome, reason, message = self._drive(started)
         except Interrupted as interrupt:
-            outcome, reason = "Interrupted", interrupt.signal_name
+            outcome, reason = JobPhase.INTERRUPTED, interrupt.signal_name
             message = f"stopped by {interrupt.signal_name}"
         except KeyboardInterrupt:
-            outcome, reason, message = "Interrupted", "SIGINT", "stopped by SIGINT"
+            outcome, reason, message = JobPhase.INTERRUPTED, "SIGINT", "stopped by SIGINT"
         except OSError as error:  # the machine refused (a full disk): say so, no traceback
-            outcome, reason, message = "Failed", "Error", _describe(error)
+            outcome, reason, message = JobPhase.FAILED, "Error", _describe(error)
         except UserError as error:  # a spec problem only a running pod reveals
             # A runtime may name the kubelet's reason (CreateContainerConfigError).
-            outcome, reason, message = "Failed", getattr(error, "reason", "Error"), str(error)
+            outcome, reason, message = (
+                JobPhase.FAILED,
+                getattr(error, "reason", "Error"),
+                str(error),
+            )
         except Exception as error:  # a fault of the runtime: still clean up and report it
-            outcome, reason, message = "Failed", "Error", f"{type(error).__name__}: {error}"
+            outcome, reason, message = JobPhase.FAILED, "Error", f"{type(error).__name__}: {error}"
             for line in traceback.format_exc().splitlines():
                 self.sink.event(line)
         finally:
@@ -384,7 +389,9 @@ class Run:
             outcome=outcome,
             reason=reason,
             message=message,
-            exit_code={"Succeeded": 0, "Failed": 1}.get(outcome, 128 + signal_number(reason)),
+            exit_code={JobPhase.SUCCEEDED: 0, JobPhase.FAILED: 1}.get(
+                outcome, 128 + signal_number(reason)
+            ),
             duration_seconds=time.monotonic() - started,
             # The completion Job's, whose backoffLimit they are counted against; every Job's
             # own counts are under "jobs".
@@ -419,10 +426,10 @@ class Run:
             path = inside(directory, manifest_filename(index, manifest))
             write_private(path, dump_yaml(manifest))
 
-    def _drive(self, started: float) -> tuple[str, str, str]:
+    def _drive(self, started: float) -> tuple[JobPhase, str, str]:
         held = self._gang_held()
         if held is not None:
-            return "Failed", "Unschedulable", held
+            return JobPhase.FAILED, "Unschedulable", held
         deciding = [job for job in self.jobs if job.name in self.plan.success_jobs]
         blocked = [pod.unschedulable for job in deciding for pod in job.pods if pod.unschedulable]
         # Every pod created now; a Job's too unless a deciding pod cannot be (then the run
@@ -437,7 +444,7 @@ class Run:
                 continue
             self._start_worker(worker)
         if blocked:
-            return "Failed", "Unschedulable", blocked[0]
+            return JobPhase.FAILED, "Unschedulable", blocked[0]
         for job in self.jobs:
             job.start()
         while True:
@@ -477,7 +484,7 @@ class Run:
             f"{', '.join(held)} request); no pod was started, as a gang scheduler holds them all"
         )
 
-    def _outcome(self) -> tuple[str, str, str] | None:
+    def _outcome(self) -> tuple[JobPhase, str, str] | None:
         """A Failed condition of any Job fails the job (Kubeflow: any replica's permanent error
         fails a TFJob or PyTorchJob); it succeeds once every deciding Job is Complete (or any
         one, for an elastic job)."""
@@ -488,11 +495,11 @@ class Run:
 
         for job in self.jobs:
             if job.condition is not None and job.condition[0] == "Failed":
-                return ("Failed", *described(job)[1:])
+                return (JobPhase.FAILED, *described(job)[1:])
         deciding = [job for job in self.jobs if job.name in self.plan.success_jobs]
         done = [job for job in deciding if job.condition is not None]
         if done and (self.plan.success_any or len(done) == len(deciding)):
-            return ("Succeeded", *described(done[-1])[1:])
+            return (JobPhase.SUCCEEDED, *described(done[-1])[1:])
         return None
 
     def _start_worker(self, worker: PodRun) -> None:
