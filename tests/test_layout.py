@@ -35,33 +35,18 @@ def runtime_imports(path: Path, known: set[str]) -> set[str]:
     return found
 
 
-def _under_type_checking(node: ast.AST) -> bool:
-    return isinstance(node, ast.If) and ast.unparse(node.test) in (
-        "TYPE_CHECKING",
-        "typing.TYPE_CHECKING",
-    )
-
-
 def all_imports(path: Path, known: set[str]) -> set[str]:
-    """The trainjobs modules a module imports anywhere: at top level and inside functions
-    (imported when called, which still ties the two modules together), but not under
-    ``if TYPE_CHECKING:`` (never imported at run time)."""
+    """The trainjobs modules a module imports anywhere: at top level, inside functions
+    (imported when called, which still ties the two modules together) and under
+    ``if TYPE_CHECKING:`` (never imported at run time, but the two modules still know each
+    other: one types against the other, so neither can be read or moved alone)."""
     found: set[str] = set()
-
-    def visit(node: ast.AST) -> None:
-        if _under_type_checking(node):
-            for child in node.orelse:  # the else branch does run
-                visit(child)
-            return
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.module in known:
             found.add(node.module)
             found.update({f"{node.module}.{a.name}" for a in node.names} & known)
         elif isinstance(node, ast.Import):
             found.update({alias.name for alias in node.names} & known)
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(ast.parse(path.read_text(encoding="utf-8")))
     return found
 
 
@@ -101,15 +86,16 @@ def test_no_import_cycles():
     assert import_cycles(graph) == []
 
 
-def test_no_import_cycles_through_imports_inside_functions():
-    """A function-level import only defers a cycle: the two modules still depend on each other."""
+def test_no_import_cycles_through_imports_inside_functions_or_for_type_checking():
+    """A function-level import only defers a cycle, and a ``TYPE_CHECKING`` one only hides it
+    from the interpreter: the two modules still depend on each other."""
     found = modules()
     # A package importing its own submodules (`from trainjobs.cli import run`) is no cycle.
     graph = {name: all_imports(path, set(found)) - {name} for name, path in found.items()}
     assert import_cycles(graph) == []
 
 
-def test_function_level_imports_count_and_type_checking_ones_do_not(tmp_path):
+def test_function_level_and_type_checking_imports_count(tmp_path):
     module = tmp_path / "module.py"
     module.write_text(
         "from typing import TYPE_CHECKING\n"
@@ -118,7 +104,7 @@ def test_function_level_imports_count_and_type_checking_ones_do_not(tmp_path):
         encoding="utf-8",
     )
     known = {"hinted", "deferred", "trainjobs.core", "trainjobs.core.errors"}
-    assert all_imports(module, known) == {"deferred", "trainjobs.core", "trainjobs.core.errors"}
+    assert all_imports(module, known) == known
     assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a -> b -> c -> a"]
 
 

@@ -5,13 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Set
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from trainjobs.local.cluster import ExitCodeRule, JobPlan
-from trainjobs.local.pod_run import PodRun
-
-if TYPE_CHECKING:
-    from trainjobs.local.runtime import Run
+from trainjobs.local.pod_run import LocalPod
+from trainjobs.local.run_context import RunContext
 
 
 @dataclass
@@ -29,7 +27,7 @@ class JobRun:
     """One batch/v1 Job: a pod per completion index, retried and judged as the Job controller
     judges it (see the module docstring). ``condition`` is None while the Job is active."""
 
-    def __init__(self, plan: JobPlan, pods: list[PodRun], run: Run) -> None:
+    def __init__(self, plan: JobPlan, pods: list[LocalPod], run: RunContext) -> None:
         self.plan = plan
         self.pods = pods
         self.run = run
@@ -40,14 +38,14 @@ class JobRun:
         self.succeeded: set[int] = set()
         self.condition: tuple[str, str, str] | None = None
         """(Complete or Failed, reason, message) once the Job is finished."""
-        self.waiting: dict[PodRun, float] = {}
+        self.waiting: dict[LocalPod, float] = {}
         """Failed pods (restartPolicy Never) whose next pod starts at this time."""
 
     @property
     def name(self) -> str:
         return self.plan.name
 
-    def active(self) -> list[PodRun]:
+    def active(self) -> list[LocalPod]:
         """Pods created and not finished (Pending while init containers run)."""
         return [
             pod
@@ -132,7 +130,7 @@ class JobRun:
                 f"pod{'s' if len(names) > 1 else ''} {', '.join(names)} succeeded{policy}",
             )
 
-    def _begin_attempt(self, pod: PodRun) -> None:
+    def _begin_attempt(self, pod: LocalPod) -> None:
         self.attempts += 1
         pod.attempts += 1
         total = self.plan.backoff_limit + 1
@@ -141,7 +139,7 @@ class JobRun:
         pod.stage = 0
         self._start_stage(pod)
 
-    def _start_stage(self, pod: PodRun) -> None:
+    def _start_stage(self, pod: LocalPod) -> None:
         """Stage i < len(init) runs init container i; the last stage runs all containers."""
         if pod.stage < len(pod.init_names):
             pod.start(pod.init_names[pod.stage])
@@ -150,7 +148,7 @@ class JobRun:
         for name in pod.main_names:
             pod.start(name)
 
-    def _step_pod(self, pod: PodRun) -> ContainerFailure | None:
+    def _step_pod(self, pod: LocalPod) -> ContainerFailure | None:
         init = pod.stage < len(pod.init_names)
         names = [pod.init_names[pod.stage]] if init else pod.main_names
         codes = {name: pod.processes[name].poll() for name in names}
@@ -172,7 +170,7 @@ class JobRun:
         self.run.publish()
         return None
 
-    def _failed(self, pod: PodRun, failure: ContainerFailure) -> None:
+    def _failed(self, pod: LocalPod, failure: ContainerFailure) -> None:
         """podFailurePolicy first (its first matching rule wins), then backoffLimit."""
         rule = matching_rule(self.plan.exit_code_rules, failure)
         if rule is not None and rule.action == "FailJob":
@@ -211,7 +209,7 @@ class JobRun:
         )
         self._retry(pod, failure, used)
 
-    def _retry(self, pod: PodRun, failure: ContainerFailure, used: str) -> None:
+    def _retry(self, pod: LocalPod, failure: ContainerFailure, used: str) -> None:
         self.retries += 1
         now = time.monotonic()
         if pod.plan.restart_policy == "OnFailure":

@@ -6,7 +6,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from trainjobs.core.errors import UserError
 from trainjobs.core.pod_template import GPU_RESOURCE
@@ -16,9 +16,7 @@ from trainjobs.local.cluster import PodPlan
 from trainjobs.local.files import inside
 from trainjobs.local.network import PodHost
 from trainjobs.local.pods import ContainerProcess, ProcessSpec, Sandbox, kill_all
-
-if TYPE_CHECKING:
-    from trainjobs.local.runtime import Run
+from trainjobs.local.run_context import RunContext
 
 POLL_SECONDS = 0.05
 # Local pods share this machine's cores, but Open MPI sees one node per pod and would
@@ -26,12 +24,21 @@ POLL_SECONDS = 0.05
 SHARED_CORES_ENV = {"OMPI_MCA_mpi_yield_when_idle": "1"}
 
 
+class LiveSandbox(Protocol):
+    """What holds a pod's namespaces: a sandbox process, or an engine pod's infra process."""
+
+    def alive(self) -> bool: ...
+
+
 class LocalPod:
     """What every local pod has, whichever runtime runs its containers: its plan, phase and
     restart bookkeeping, and its volumes (checked, written fresh for each new pod, secrets
-    removed with it)."""
+    removed with it); and the lifecycle the run drives (create, start, finish, stop)."""
 
-    def __init__(self, plan: PodPlan, host: PodHost, run: Run) -> None:
+    sandbox: LiveSandbox | None
+    """None until the pod is first created."""
+
+    def __init__(self, plan: PodPlan, host: PodHost, run: RunContext) -> None:
         self.plan = plan
         self.host = host
         self.run = run
@@ -80,6 +87,21 @@ class LocalPod:
     def running(self, container: str) -> bool:
         process = self.processes.get(container)
         return process is not None and process.poll() is None
+
+    def create(self) -> None:
+        """A fresh pod: new volumes (emptyDirs start empty), a new sandbox."""
+        raise NotImplementedError
+
+    def start(self, container: str) -> None:
+        raise NotImplementedError
+
+    def finish(self, container: str) -> None:
+        """After a container's main process exited: collect its output."""
+        raise NotImplementedError
+
+    def registry_entry(self) -> dict[str, Any]:
+        """The pod as the kubectl stand-in reports it."""
+        raise NotImplementedError
 
     def terminate(self) -> None:
         """SIGTERM each running container's main process."""
@@ -197,8 +219,11 @@ class PodRun(LocalPod):
     """One pod of the process runtime: its sandbox, its container processes and the status
     kubectl reports."""
 
-    def __init__(self, plan: PodPlan, host: PodHost, run: Run) -> None:
+    def __init__(
+        self, plan: PodPlan, host: PodHost, run: RunContext, image_aliases: dict[str, str]
+    ) -> None:
         super().__init__(plan, host, run)
+        self.image_aliases = image_aliases
         # Directories must exist for PathMap to know they are directories.
         for path in self.volume_dirs.values():
             path.mkdir(parents=True, exist_ok=True)
@@ -211,7 +236,7 @@ class PodRun(LocalPod):
 
     def _process_spec(self, group: str, index: int, container: dict[str, Any]) -> ProcessSpec:
         where = f"{self.plan.owner} pod template spec.{group}[{index}]"
-        image = catalogue.resolve(container["image"], self.run.options.image_aliases)
+        image = catalogue.resolve(container["image"], self.image_aliases)
         context = self._pod_context()
         base = {
             # The image's local virtualenv stands in for its python3 (see Image.local_bin).

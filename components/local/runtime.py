@@ -1,8 +1,9 @@
 """`trainjobs run`: execute a job's resource graph on this machine, with Job semantics.
 
-One local pod per replica (see :mod:`trainjobs.local.cluster`), each in its own network
+One local pod per replica (see :mod:`trainjobs.local.cluster`), run by a
+:class:`~trainjobs.local.pod_runtime.PodRuntime`: by default each pod in its own network
 namespace when root (:mod:`trainjobs.local.network`), containers as host processes with
-their image paths mapped (:mod:`trainjobs.local.containers`), and the generated assets
+their image paths mapped (:mod:`trainjobs.local.process_runtime`), and the generated assets
 (hostfile, rsh agent, cluster waiter, bootstrap script) used exactly as on a cluster, against
 the kubectl stand-in (:mod:`trainjobs.local.kubectl`) whose "API server" is ``pods.json`` in
 the run directory.
@@ -38,7 +39,7 @@ Kubernetes semantics kept, and where they live:
   waiter, which names them when it gives up.
 
 With ``--runtime container`` the same run drives real pods on a container engine instead
-(:mod:`trainjobs.local.container`, through :meth:`Run.make_network` and :meth:`Run.make_pod`).
+(:mod:`trainjobs.local.container`, the process runtime's sibling behind the same interface).
 
 Nothing leaks: whatever happens (success, failure, deadline, an exception, SIGINT or SIGTERM),
 the ``finally`` path stops every pod, kills any process that still carries the run's marker
@@ -70,27 +71,16 @@ from trainjobs.kinds.mpi import ssh_assets
 from trainjobs.kinds.registry import JobDefinition
 from trainjobs.local import ssh as local_ssh
 from trainjobs.local.backoff import RestartBackoff
-from trainjobs.local.cluster import (
-    ClusterPlan,
-    PodPlan,
-)
+from trainjobs.local.cluster import ClusterPlan
 from trainjobs.local.files import inside, new_run_directory, private_directory, write_private
 from trainjobs.local.history import default_run_dir, record_end, record_start
-from trainjobs.local.image_packages import check_images
 from trainjobs.local.job_run import JobRun
 from trainjobs.local.kubectl import CALLS_LOG, POD_ENV, REGISTRY_ENV
 from trainjobs.local.ledger import Ledger, clean_dead_runs
-from trainjobs.local.network import (
-    NETNS_RUN,
-    LoopbackNetwork,
-    NamespaceNetwork,
-    Network,
-    PodHost,
-    PodName,
-    netns_available,
-)
+from trainjobs.local.network import NETNS_RUN
 from trainjobs.local.output import TextStream
-from trainjobs.local.pod_run import POLL_SECONDS, PodRun, stop_pods
+from trainjobs.local.pod_run import POLL_SECONDS, LocalPod, stop_pods
+from trainjobs.local.pod_runtime import PodRuntime
 from trainjobs.local.pods import (
     LogSink,
     kill_all,
@@ -130,16 +120,6 @@ class RunOptions:
     """The command line that asked for the run, kept in run.json and summary.json."""
 
 
-def process_run(job: JobDefinition, plan: ClusterPlan, options: RunOptions) -> RunResult:
-    """Run the job's pods as host processes (``--runtime process``) to its outcome; the
-    dispatcher is :func:`trainjobs.local.start.run_job`."""
-    check_images(plan, options.image_aliases)
-    stream = options.stream or sys.stdout
-    clean_up_after_killed_runs(lambda line: print(f"[trainjobs] {line}", file=stream))
-    run = Run(job, plan, options)
-    return run.execute()
-
-
 def clean_up_after_killed_runs(report: Callable[[str], None]) -> bool:
     """Remove what killed runs left (see :mod:`trainjobs.local.ledger`), say what, and write
     each one's ``summary.json``. False if something could not be removed."""
@@ -165,18 +145,21 @@ def clean_up_after_killed_runs(report: Callable[[str], None]) -> bool:
 class Run:
     """One execution of a job: its directory, network, pods, registry and outcome."""
 
-    def __init__(self, job: JobDefinition, plan: ClusterPlan, options: RunOptions) -> None:
+    def __init__(
+        self, job: JobDefinition, plan: ClusterPlan, options: RunOptions, runtime: PodRuntime
+    ) -> None:
         self.job = job
         self.plan = plan
         self.options = options
+        self.runtime = runtime
         self.stream = options.stream or sys.stdout
         self.hurry = False
         self.stopping = False
         self.restart_backoff = RestartBackoff()
-        mode = self._network_mode()
+        mode = runtime.network_mode(plan)
         ssh_secrets = local_ssh.ssh_secrets(plan.secrets)
         if ssh_secrets:
-            self.check_ssh_transport(mode)
+            runtime.check_ssh_transport(mode)
         self.run_dir = new_run_directory(options.run_dir, default_run_dir(job.name))
         self.registry = self.run_dir / "pods.json"
         self.netns_inodes: dict[str, int] = {}
@@ -193,7 +176,7 @@ class Run:
         # before anything is started (and the run directory goes again).
         try:
             self.ledger.record("temporary-files", directory=str(self.run_dir))
-            self.network = self.make_network(mode, pods)
+            self.network = runtime.make_network(self, mode, pods)
             hosts = {host.pod: host for host in self.network.hosts}
             self.sink = LogSink(self.stream, private_directory(self.run_dir / "logs"))
             # The ssh transport's key pair: made for this run, removed when it ends (or by
@@ -213,11 +196,13 @@ class Run:
             }
             self.jobs = [
                 JobRun(
-                    job_plan, [self.make_pod(pod, hosts[pod.name]) for pod in job_plan.pods], self
+                    job_plan,
+                    [runtime.make_pod(self, pod, hosts[pod.name]) for pod in job_plan.pods],
+                    self,
                 )
                 for job_plan in plan.jobs
             ]
-            self.workers = [self.make_pod(pod, hosts[pod.name]) for pod in plan.workers]
+            self.workers = [runtime.make_pod(self, pod, hosts[pod.name]) for pod in plan.workers]
         except (UserError, KeyboardInterrupt):  # Ctrl-C before anything started: no trace
             self._abandon(options.run_dir is None)
             raise
@@ -238,48 +223,13 @@ class Run:
 
     def _abandon(self, created: bool) -> None:
         """Before anything started: leave the run directory as it was, and no ledger."""
+        self.runtime.abandon()
         _empty(self.run_dir, created)
         self.ledger.close()
 
     @property
-    def pods(self) -> list[PodRun]:
+    def pods(self) -> list[LocalPod]:
         return [*(pod for job in self.jobs for pod in job.pods), *self.workers]
-
-    def make_network(self, mode: str, pods: list[PodName]) -> Network:
-        """The pods' network: namespaces on a bridge, or loopback (see ``--network``)."""
-        if mode == "netns":
-            return NamespaceNetwork(self.run_id, self.plan.namespace, pods)
-        return LoopbackNetwork(pods)
-
-    def check_ssh_transport(self, mode: str) -> None:
-        """Refuse the ssh transport, before anything starts, where it cannot work."""
-        local_ssh.check_available(mode)
-
-    def make_pod(self, plan: PodPlan, host: PodHost) -> PodRun:
-        """A pod of this runtime: containers as host processes in the pod's namespaces."""
-        return PodRun(plan, host, self)
-
-    def _network_mode(self) -> str:
-        requested = self.options.network
-        why_not = netns_available()
-        if requested == "netns" and why_not:
-            raise UserError(f"--network netns: unavailable here ({why_not}); use loopback")
-        mode = ("loopback" if why_not else "netns") if requested == "auto" else requested
-        named = next((pod.name for pod in self.plan.pods if pod.service_names), None)
-        if mode == "loopback" and named is not None:
-            why = why_not if requested == "auto" else "--network loopback was asked for"
-            if not why_not:
-                fix = "leave out --network loopback (they are the default here)"
-            elif os.geteuid() == 0:
-                fix = "install iproute2 and util-linux (make system-deps)"
-            else:
-                fix = "run it as root with iproute2 and util-linux (make system-deps)"
-            raise UserError(
-                f"pod {named} is reached by its Service's DNS name (TF_CONFIG, MASTER_ADDR), "
-                "which needs an address of its own, which only pod network namespaces give, "
-                f"and they are not used here ({why}); {fix}"
-            )
-        return mode
 
     def markers(self, pod: str, container: str) -> dict[str, str]:
         markers = {REGISTRY_ENV: str(self.registry), POD_ENV: pod}
@@ -326,6 +276,7 @@ class Run:
     # -- the run ---------------------------------------------------------------------------
 
     def execute(self) -> RunResult:
+        self.runtime.report_cleanup(self.sink)
         started = time.monotonic()
         outcome, reason, message = JobPhase.FAILED, "Error", "the run did not start"
         previous = install_signal_handlers()
@@ -378,7 +329,7 @@ class Run:
             for line in traceback.format_exc().splitlines():
                 self.sink.event(line)
         finally:
-            install_cleanup_handlers(self)
+            install_cleanup_handlers(self._hurry)
             self.stopping = True
             try:
                 leftovers = self._teardown()
@@ -435,7 +386,7 @@ class Run:
         # Every pod created now; a Job's too unless a deciding pod cannot be (then the run
         # fails once the workers were started, and no Job pod is made).
         first = [*self.workers, *(pod for job in self.jobs for pod in job.pods if not blocked)]
-        self.provision([pod for pod in first if not pod.unschedulable])
+        self.runtime.provision([pod for pod in first if not pod.unschedulable])
         for worker in self.workers:
             if worker.unschedulable:
                 self.sink.event(
@@ -465,10 +416,6 @@ class Run:
                 [process for pod in self.pods for process in pod.processes.values()],
                 POLL_SECONDS,
             )
-
-    def provision(self, pods: list[PodRun]) -> None:
-        """Make ahead, together, what creating each of ``pods`` needs, where a runtime can
-        (the container runtime's engine pods); a host process's sandbox needs nothing."""
 
     def _gang_held(self) -> str | None:
         """A gang scheduler starts the job's pods together or not at all: with fewer than
@@ -502,7 +449,7 @@ class Run:
             return (JobPhase.SUCCEEDED, *described(done[-1])[1:])
         return None
 
-    def _start_worker(self, worker: PodRun) -> None:
+    def _start_worker(self, worker: LocalPod) -> None:
         worker.create()
         worker.restart_at.clear()
         for name in worker.main_names:  # a new pod: its containers start with no back-off
@@ -541,7 +488,20 @@ class Run:
                     worker.restarts[name] = worker.restarts.get(name, 0) + 1
                     worker.start(name)
 
+    def _hurry(self) -> None:
+        self.hurry = True
+
     def _teardown(self) -> list[str]:
+        """Stop every Job's pods, scale the StatefulSets to 0, remove the network, then what
+        the runtime made besides (each step runs even if an earlier one failed)."""
+        left: list[str] = []
+        try:
+            left = self._stop_everything()
+        finally:
+            left += self.runtime.close()
+        return left
+
+    def _stop_everything(self) -> list[str]:
         """Stop every Job's pods, scale the StatefulSets to 0, then remove the network.
 
         Each step runs even if an earlier one failed: the network goes last and always.
@@ -593,7 +553,7 @@ class Run:
         left = [item for pod in self.pods for item in pod.remove_secret_volumes()]
         return left + (self.keys.remove() if self.keys is not None else [])
 
-    def _stopping_message(self, stopping: list[PodRun]) -> str:
+    def _stopping_message(self, stopping: list[LocalPod]) -> str:
         """What the end of the run does to the pods, by the job's cleanPodPolicy."""
         if self.job.clean_pod_policy == "None":
             running = [pod.name for pod in stopping if pod.phase in ("Pending", "Running")]

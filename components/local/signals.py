@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Callable
 from types import FrameType
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from trainjobs.local.runtime import Run
+from typing import Any
 
 
 class Interrupted(Exception):
@@ -45,12 +43,14 @@ def install_signal_handlers() -> Handlers:
     return previous
 
 
-def install_cleanup_handlers(run: Run) -> None:
+def install_cleanup_handlers(hurry_up: Callable[[], None]) -> None:
+    """During the clean-up a stop signal only hurries it (no grace periods): the clean-up
+    itself always runs to its end."""
     if not in_main_thread():
         return
 
     def hurry(signum: int, frame: FrameType | None) -> None:
-        run.hurry = True
+        hurry_up()
 
     for signum in STOP_SIGNALS:
         signal.signal(signum, hurry)

@@ -1,7 +1,8 @@
 """Running a job locally: the dispatcher to the process runtime or the container runtime.
 
-It knows both runtimes; neither imports it, so they form no import cycle (the container
-runtime's run is the process runtime's :class:`~trainjobs.local.runtime.Run` with other pods).
+It knows both runtimes; neither imports it, so they form no import cycle. Both are
+:class:`~trainjobs.local.runtime.Run` with their own
+:class:`~trainjobs.local.pod_runtime.PodRuntime`: siblings, neither built on the other.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from trainjobs.core.errors import UserError
 from trainjobs.kinds.registry import JobDefinition
 from trainjobs.local.cluster import plan_cluster
 from trainjobs.local.pod_security import check_baseline
+from trainjobs.local.process_runtime import process_run
 from trainjobs.local.results import RunResult
-from trainjobs.local.runtime import NETWORK_MODES, RunOptions, process_run
+from trainjobs.local.runtime import NETWORK_MODES, RunOptions
 
 
 def run_job(job: JobDefinition, options: RunOptions | None = None) -> RunResult:

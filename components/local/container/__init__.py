@@ -4,7 +4,7 @@ A sibling of the process runtime (:mod:`trainjobs.local.runtime`), with the same
 StatefulSet semantics, logs and summary; here each pod is a podman pod (or docker's pause
 container) on a private network and each container runs the job's own image. Modules:
 
-- :mod:`~trainjobs.local.container.runtime`: the run (what differs from a process run);
+- :mod:`~trainjobs.local.container.runtime`: the runtime the run drives its pods through;
 - :mod:`~trainjobs.local.container.pod`: one pod's lifecycle on the engine;
 - :mod:`~trainjobs.local.container.network`: the run's engine network and its hosts file;
 - :mod:`~trainjobs.local.container.images`: which local image each container runs, built

@@ -31,16 +31,15 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from trainjobs.engines.engine import Engine
+from trainjobs.local.cluster import ClusterPlan, PodPlan
 from trainjobs.local.container.kubectl import SOCKET_NAME, decode
 from trainjobs.local.files import open_log
 from trainjobs.local.kubectl import CALLS_LOG, PROGRAM, USAGE, call_line, parse_call
-
-if TYPE_CHECKING:
-    from trainjobs.local.container.pod import ContainerPodRun
-    from trainjobs.local.container.runtime import ContainerRun
 
 _MAX_REQUEST = 1 << 20
 _CHUNK = 1 << 16
@@ -59,11 +58,38 @@ class CallFailed(Exception):
         self.code = code
 
 
+class ServedPod(Protocol):
+    """A pod of the run, as the stand-in sees it: a caller, or the target of a call
+    (:class:`trainjobs.local.container.pod.ContainerPodRun`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def plan(self) -> PodPlan: ...
+
+    @property
+    def phase(self) -> str: ...
+
+    @property
+    def deleted(self) -> bool: ...
+
+    def running(self, container: str) -> bool: ...
+
+    def container_name(self, container: str) -> str | None: ...
+
+
 class ApiServer:
     """One listening socket per pod with a token; a thread per call."""
 
-    def __init__(self, run: ContainerRun) -> None:
-        self.run = run
+    def __init__(
+        self, run_dir: Path, plan: ClusterPlan, pods: Sequence[ServedPod], engine: Engine
+    ) -> None:
+        self.run_dir = run_dir
+        self.plan = plan
+        self.pods = pods
+        """Every pod of the run (the list grows as the run makes them)."""
+        self.engine = engine
         self.listening: set[str] = set()
         self.listeners: list[socket.socket] = []
         self.calls: set[subprocess.Popen[bytes]] = set()
@@ -72,9 +98,9 @@ class ApiServer:
 
     def directory(self, pod: str) -> Path:
         """What the pod mounts as its service account directory."""
-        return self.run.run_dir / "api" / pod
+        return self.run_dir / "api" / pod
 
-    def listen(self, pod: ContainerPodRun) -> None:
+    def listen(self, pod: ServedPod) -> None:
         """The pod's socket, from its first creation to the run's end."""
         if pod.name in self.listening:
             return
@@ -84,7 +110,7 @@ class ApiServer:
         directory.parent.chmod(0o700)
         directory.mkdir(parents=True, exist_ok=True)
         directory.chmod(0o755)
-        (directory / "namespace").write_text(self.run.plan.namespace, encoding="utf-8")
+        (directory / "namespace").write_text(self.plan.namespace, encoding="utf-8")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         # A socket path must fit 108 bytes; the run directory's may not: bind through an fd.
         handle = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
@@ -97,7 +123,7 @@ class ApiServer:
         (directory / SOCKET_NAME).chmod(0o666)
         listener.listen(16)
         self.listeners.append(listener)
-        slots = threading.BoundedSemaphore(max(CALLS_PER_POD, 2 * len(self.run.pods)))
+        slots = threading.BoundedSemaphore(max(CALLS_PER_POD, 2 * len(self.pods)))
         threading.Thread(target=self._accept, args=(listener, pod, slots), daemon=True).start()
 
     def close(self) -> None:
@@ -109,7 +135,7 @@ class ApiServer:
                 call.kill()
 
     def _accept(
-        self, listener: socket.socket, caller: ContainerPodRun, slots: threading.Semaphore
+        self, listener: socket.socket, caller: ServedPod, slots: threading.Semaphore
     ) -> None:
         """Accept a call only when one of the pod's slots is free; each call frees its own."""
         while not self.closed:
@@ -125,14 +151,14 @@ class ApiServer:
             ).start()
 
     def _serve(
-        self, connection: socket.socket, caller: ContainerPodRun, slots: threading.Semaphore
+        self, connection: socket.socket, caller: ServedPod, slots: threading.Semaphore
     ) -> None:
         try:
             self._answer(connection, caller)
         finally:
             slots.release()
 
-    def _answer(self, connection: socket.socket, caller: ContainerPodRun) -> None:
+    def _answer(self, connection: socket.socket, caller: ServedPod) -> None:
         fds: list[int] = []
         code = 1
         try:
@@ -170,7 +196,7 @@ class ApiServer:
             connection.close()
 
     def _call(
-        self, argv: list[str], caller: ContainerPodRun, fds: list[int], connection: socket.socket
+        self, argv: list[str], caller: ServedPod, fds: list[int], connection: socket.socket
     ) -> int:
         call = parse_call(argv)
         if call is None:
@@ -183,13 +209,13 @@ class ApiServer:
             caller, call.pod, call.container, call.command, call.stdin, fds, connection
         )
 
-    def _authorize(self, caller: ContainerPodRun, verb: str, resource: str, pod: str) -> None:
+    def _authorize(self, caller: ServedPod, verb: str, resource: str, pod: str) -> None:
         self._record(caller.name, verb, resource, pod)
         account = caller.plan.service_account
-        grants = {tuple(grant) for grant in self.run.plan.grants.get(account or "", [])}
+        grants = {tuple(grant) for grant in self.plan.grants.get(account or "", [])}
         if (verb, resource, pod) in grants or (verb, resource, "*") in grants:
             return
-        namespace = self.run.plan.namespace
+        namespace = self.plan.namespace
         raise CallFailed(
             f'Error from server (Forbidden): pods "{pod}" is forbidden: User '
             f'"system:serviceaccount:{namespace}:{account}" cannot {verb} resource "{resource}" '
@@ -199,21 +225,21 @@ class ApiServer:
     def _record(self, caller: str, verb: str, resource: str, pod: str) -> None:
         """Count the request as the process runtime's stand-in does (``api-calls.log``)."""
         with self.lock:
-            descriptor = open_log(self.run.run_dir / CALLS_LOG)
+            descriptor = open_log(self.run_dir / CALLS_LOG)
             try:
                 os.write(descriptor, call_line(caller, verb, resource, pod).encode())
             finally:
                 os.close(descriptor)
 
-    def _pod(self, name: str) -> ContainerPodRun:
-        pod = next((pod for pod in self.run.pods if pod.name == name and not pod.deleted), None)
+    def _pod(self, name: str) -> ServedPod:
+        pod = next((pod for pod in self.pods if pod.name == name and not pod.deleted), None)
         if pod is None:
             raise CallFailed(f'Error from server (NotFound): pods "{name}" not found')
-        return pod  # type: ignore[return-value]  # a container run holds container pods
+        return pod
 
     def _exec(
         self,
-        caller: ContainerPodRun,
+        caller: ServedPod,
         name: str,
         container: str,
         command: tuple[str, ...],
@@ -238,11 +264,11 @@ class ApiServer:
                 f'error: unable to upgrade connection: container not running ("{container}")'
             )
         call = subprocess.Popen(
-            self.run.engine.exec_command(engine_name, command, stdin),
+            self.engine.exec_command(engine_name, command, stdin),
             stdin=fds[0] if stdin else subprocess.DEVNULL,
             stdout=fds[1],
             stderr=fds[2],
-            env=self.run.engine.env,
+            env=self.engine.env,
             start_new_session=True,
         )
         with self.lock:

@@ -24,12 +24,13 @@ other volume types and env sources (refused up front, naming the field).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import posixpath
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from trainjobs.core.errors import UserError
 from trainjobs.engines.engine import (
@@ -45,7 +46,9 @@ from trainjobs.engines.owners import start_time
 from trainjobs.local import containers
 from trainjobs.local.cluster import PodPlan
 from trainjobs.local.container import subpath
+from trainjobs.local.container.api import ApiServer
 from trainjobs.local.container.kubectl import SERVICE_ACCOUNT_DIR
+from trainjobs.local.container.network import ContainerNetwork
 from trainjobs.local.container.non_root import ContainerConfigError, non_root_problem
 from trainjobs.local.container.volumes import mount_limited, remove_pod_volumes, size_limit
 from trainjobs.local.files import inside, write_private
@@ -53,9 +56,7 @@ from trainjobs.local.network import PodHost
 from trainjobs.local.pod_run import SHARED_CORES_ENV, LocalPod
 from trainjobs.local.pod_security import capabilities
 from trainjobs.local.pods import ContainerProcess, ProcessSpec
-
-if TYPE_CHECKING:
-    from trainjobs.local.container.runtime import ContainerRun
+from trainjobs.local.run_context import RunContext
 
 CREATING_AT_ONCE = 8
 """Pod sandboxes created at once: enough for a job's pods to overlap their engine calls (each
@@ -72,6 +73,22 @@ def create_sandboxes(engine: Engine, requests: Sequence[PodRequest]) -> dict[str
     with ThreadPoolExecutor(max_workers=min(len(requests), CREATING_AT_ONCE)) as pool:
         created = {request.name: pool.submit(engine.create_pod, request) for request in requests}
     return {name: future.result() for name, future in created.items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineRun:
+    """What a container run's pods share on the engine
+    (:class:`trainjobs.local.container.runtime.ContainerRuntime` makes it)."""
+
+    engine: Engine
+    images: dict[str, str]
+    """The job's image references -> the local images that run them."""
+    labels: dict[str, str]
+    """The run's id and owner, on every object the run creates (:mod:`.cleanup`)."""
+    network: ContainerNetwork
+    api: ApiServer
+    recorded_pods: set[str] = dataclasses.field(default_factory=set)
+    """Engine pods already in the ledger (a pod made again is recorded once)."""
 
 
 class PodSandbox:
@@ -93,11 +110,10 @@ class ContainerPodRun(LocalPod):
     """One pod on the engine, with the interface :class:`~trainjobs.local.job_run.JobRun`
     and the run drive (create, start, finish, stop) that the process runtime's pods have."""
 
-    run: ContainerRun
-
-    def __init__(self, plan: PodPlan, host: PodHost, run: ContainerRun) -> None:
+    def __init__(self, plan: PodPlan, host: PodHost, run: RunContext, on_engine: EngineRun) -> None:
+        self.on_engine = on_engine
         super().__init__(plan, host, run)
-        self.engine_name = f"{run.network.name}-{plan.name}"
+        self.engine_name = f"{on_engine.network.name}-{plan.name}"
         self.sub_paths: dict[str, list[tuple[str, Path, str, Path]]] = {}
         """Container -> (field, volume directory, subPath, staging path): mounted at each
         start (:mod:`.subpath`)."""
@@ -109,7 +125,7 @@ class ContainerPodRun(LocalPod):
         }
         self.sandbox: PodSandbox | None = None
         self.provisioned: int | None = None
-        """The infra PID of an engine pod made ahead (:meth:`ContainerRun.provision`), which
+        """The infra PID of an engine pod made ahead (:meth:`ContainerRuntime.provision`), which
         the next :meth:`create` takes instead of making one."""
 
     # -- what each container becomes ---------------------------------------------------------
@@ -137,23 +153,23 @@ class ContainerPodRun(LocalPod):
             name=f"{self.engine_name}-{name}",
             pod=self.engine_name,
             # Pods that cannot be scheduled here never start: their images are not resolved.
-            image=self.run.images.get(container["image"], container["image"]),
+            image=self.on_engine.images.get(container["image"], container["image"]),
             entrypoint=entrypoint,
             args=expanded,
             env_file=inside(self.directory, "env", f"{name}.env"),
             mounts=self._mounts(container, where),
             workdir=container.get("workingDir"),
-            labels=self.run.labels,
+            labels=self.on_engine.labels,
             **security,
         ), env
 
     def _mounts(self, container: dict[str, Any], where: str) -> tuple[Mount, ...]:
         mounts = [
-            Mount(self.run.network.hosts_path, "/etc/hosts", read_only=True),
-            Mount(self.run.network.resolv_path, "/etc/resolv.conf", read_only=True),
+            Mount(self.on_engine.network.hosts_path, "/etc/hosts", read_only=True),
+            Mount(self.on_engine.network.resolv_path, "/etc/resolv.conf", read_only=True),
         ]
         if self.plan.service_account is not None:
-            mounts.append(Mount(self.run.api.directory(self.name), SERVICE_ACCOUNT_DIR, True))
+            mounts.append(Mount(self.on_engine.api.directory(self.name), SERVICE_ACCOUNT_DIR, True))
         volumes = {v["name"]: v for v in self.plan.spec.get("volumes") or []}
         for index, mount in enumerate(container.get("volumeMounts") or []):
             source = self.volume_dirs.get(mount["name"])
@@ -209,7 +225,7 @@ class ContainerPodRun(LocalPod):
             if size is not None:
                 mount_limited(self.volume_dirs[volume["name"]], size)
         if self.plan.service_account is not None:
-            self.run.api.listen(self)
+            self.on_engine.api.listen(self)
         env_dir = self.directory / "env"
         env_dir.mkdir(parents=True, exist_ok=True)
         env_dir.chmod(0o700)
@@ -219,7 +235,7 @@ class ContainerPodRun(LocalPod):
             pid, self.provisioned = self.provisioned, None
         else:
             self.record()
-            pid = self.run.engine.create_pod(self.pod_request())
+            pid = self.on_engine.engine.create_pod(self.pod_request())
         self.sandbox = PodSandbox(pid)
         self.run.publish()
 
@@ -250,23 +266,23 @@ class ContainerPodRun(LocalPod):
         """In the run's ledger before the engine pod exists (crash safety), once; its volumes
         before it, so that a killed run's clean-up removes the pod first."""
         self._record_volumes()
-        if self.engine_name not in self.run.recorded_pods:
+        if self.engine_name not in self.on_engine.recorded_pods:
             self.run.ledger.record(
                 "engine-pod",
-                engine=self.run.engine.name,
-                executable=self.run.engine.executable,
+                engine=self.on_engine.engine.name,
+                executable=self.on_engine.engine.executable,
                 name=self.engine_name,
                 run=self.run.run_id,
             )
-            self.run.recorded_pods.add(self.engine_name)
+            self.on_engine.recorded_pods.add(self.engine_name)
 
     def pod_request(self) -> PodRequest:
         return PodRequest(
             name=self.engine_name,
             hostname=self.plan.hostname,
-            network=self.run.network.name,
+            network=self.on_engine.network.name,
             address=self.host.address,
-            labels=self.run.labels,
+            labels=self.on_engine.labels,
         )
 
     def start(self, container: str) -> None:
@@ -275,9 +291,8 @@ class ContainerPodRun(LocalPod):
         self._mount_sub_paths(container)
         request, _ = self.requests[container]
         # The client's own environment is the engine's: the container's env is in its file.
-        spec = ProcessSpec(
-            self.run.engine.run_command(request), self.run.engine.env, self.directory
-        )
+        engine = self.on_engine.engine
+        spec = ProcessSpec(engine.run_command(request), engine.env, self.directory)
         self.processes[container] = ContainerProcess(
             self.name,
             container,
@@ -295,7 +310,7 @@ class ContainerPodRun(LocalPod):
             for each in self.plan.spec.get(group) or []
             if each["name"] == container
         )
-        facts = self.run.engine.image_facts(self.requests[container][0].image)
+        facts = self.on_engine.engine.image_facts(self.requests[container][0].image)
         pod = f"{self.name}_{self.run.plan.namespace}"
         problem = non_root_problem(self.plan.spec, spec, facts.user if facts else "", pod)
         if problem is not None:
@@ -328,7 +343,7 @@ class ContainerPodRun(LocalPod):
     def terminate(self) -> None:
         for name in self.processes:
             if self.running(name):
-                self.run.engine.signal(self.requests[name][0].name, "TERM")
+                self.on_engine.engine.signal(self.requests[name][0].name, "TERM")
 
     def kill_everything(self) -> None:
         """Remove the engine pod and everything in it, as a node does when a pod is deleted."""
@@ -341,13 +356,13 @@ class ContainerPodRun(LocalPod):
         removing: list[ContainerPodRun] = list(pods)  # type: ignore[arg-type]  # container pods
         if not removing:
             return
-        run = removing[0].run
+        engine = removing[0].on_engine.engine
         with ThreadPoolExecutor(max_workers=min(len(removing), CREATING_AT_ONCE)) as pool:
-            list(pool.map(lambda pod: run.engine.remove_pods([pod.engine_name]), removing))
+            list(pool.map(lambda pod: engine.remove_pods([pod.engine_name]), removing))
         for pod in removing:
             for process in pod.processes.values():
                 process.reap()
-        run.publish()
+        removing[0].run.publish()
 
     def container_name(self, container: str) -> str | None:
         """The engine's name for a container of this pod, if the pod declares it."""

@@ -1,9 +1,10 @@
-"""A container run: the process runtime's run, with each pod a real pod on a container engine.
+"""The container runtime: each pod of a run a real pod on a container engine.
 
-Everything that decides the job is shared with the process runtime
-(:class:`trainjobs.local.runtime.Run`: Job and StatefulSet semantics, retries, deadline,
-outcome, logs, ``summary.json``, the scale-to-0, signals); this run differs only in what a
-pod and the network are (:mod:`.pod`, :mod:`.network`) and in the exec path (:mod:`.api`).
+A sibling of the process runtime behind :class:`trainjobs.local.pod_runtime.PodRuntime`.
+Everything that decides the job is the run's (:class:`trainjobs.local.runtime.Run`: Job and
+StatefulSet semantics, retries, deadline, outcome, logs, ``summary.json``, the scale-to-0,
+signals); this runtime says only what a pod and the network are (:mod:`.pod`, :mod:`.network`)
+and serves the exec path (:mod:`.api`).
 
 Crash safety: every pod, container and network the run creates carries the run's id and its
 owner (this process, :mod:`trainjobs.engines.owners`) as labels the engine stores with the
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from trainjobs.core.errors import UserError
@@ -28,76 +30,31 @@ from trainjobs.local.container.api import ApiServer
 from trainjobs.local.container.cleanup import remove_stale
 from trainjobs.local.container.images import check_references, local_images
 from trainjobs.local.container.network import ContainerNetwork
-from trainjobs.local.container.pod import ContainerPodRun, create_sandboxes
+from trainjobs.local.container.pod import ContainerPodRun, EngineRun, create_sandboxes
 from trainjobs.local.network import PodHost, PodName
-from trainjobs.local.pod_run import PodRun
-from trainjobs.local.results import RunResult
+from trainjobs.local.pod_run import LocalPod
+from trainjobs.local.pods import LogSink
+from trainjobs.local.run_context import RunContext
 from trainjobs.local.runtime import Run, RunOptions, clean_up_after_killed_runs
 
 
-class ContainerRun(Run):
-    """One execution of a job on a container engine (see the module docstring)."""
+class ContainerRuntime:
+    """Pods as engine pods on a private engine network (see the module docstring)."""
 
-    network: ContainerNetwork
-
-    def __init__(
-        self,
-        job: JobDefinition,
-        plan: ClusterPlan,
-        options: RunOptions,
-        engine: Engine,
-        images: dict[str, str],
-        stale: Future[list[str]],
-    ) -> None:
+    def __init__(self, engine: Engine, images: dict[str, str], stale: Future[list[str]]) -> None:
         self.engine = engine
-        self.stale = stale
-        """What killed runs left on the engine, removed while the images were checked."""
         self.images = images
         """The job's image references -> the local images that run them."""
+        self.stale = stale
+        """What killed runs left on the engine, removed while the images were checked."""
         self.owner = owner_token()
-        self.api = ApiServer(self)
-        self.recorded_pods: set[str] = set()
-        """Engine pods already in the ledger (a pod made again is recorded once)."""
-        super().__init__(job, plan, options)
+        self.pods: list[ContainerPodRun] = []
+        """Every pod made, in order (the API stand-in serves them)."""
+        self.on_engine: EngineRun | None = None
+        """What the pods share, once the run's network is made."""
 
-    @property
-    def labels(self) -> dict[str, str]:
-        return {RUN_LABEL: self.run_id, OWNER_LABEL: self.owner}
-
-    def _network_mode(self) -> str:
+    def network_mode(self, plan: ClusterPlan) -> str:
         return self.engine.name
-
-    def make_network(self, mode: str, pods: list[PodName]) -> ContainerNetwork:
-        return ContainerNetwork(
-            self.engine,
-            self.run_id,
-            self.plan.namespace,
-            pods,
-            self.labels,
-            self.run_dir / "network",
-        )
-
-    def make_pod(self, plan: PodPlan, host: PodHost) -> ContainerPodRun:  # type: ignore[override]
-        return ContainerPodRun(plan, host, self)
-
-    def provision(self, pods: list[PodRun]) -> None:
-        """The first pods' engine pods, made together: each ``podman pod create`` and ``pod
-        start`` waits mostly on the engine, so made one by one they added up to seconds. The
-        master's containers still start only once its pod's turn comes, and its cluster waiter
-        still waits for the workers, as on a cluster."""
-        made: list[ContainerPodRun] = pods  # type: ignore[assignment]  # container pods
-        for pod in made:
-            pod.record()
-        pids = create_sandboxes(self.engine, [pod.pod_request() for pod in made])
-        for pod in made:
-            pod.provisioned = pids[pod.engine_name]
-
-    def _abandon(self, created: bool) -> None:
-        """Refused before anything started: the subnet lock goes too."""
-        network = getattr(self, "network", None)
-        if network is not None:
-            network.release()
-        super()._abandon(created)
 
     def check_ssh_transport(self, mode: str) -> None:
         """The images bring ssh and sshd; this machine only makes the run's key pair."""
@@ -107,29 +64,57 @@ class ContainerRun(Run):
                 "on this machine: install Debian's openssh-client (make system-deps as root)"
             )
 
-    def execute(self) -> RunResult:
+    def make_network(self, run: RunContext, mode: str, pods: list[PodName]) -> ContainerNetwork:
+        labels = {RUN_LABEL: run.run_id, OWNER_LABEL: self.owner}
+        network = ContainerNetwork(
+            self.engine, run.run_id, run.plan.namespace, pods, labels, run.run_dir / "network"
+        )
+        api = ApiServer(run.run_dir, run.plan, self.pods, self.engine)
+        self.on_engine = EngineRun(self.engine, self.images, labels, network, api)
+        return network
+
+    def make_pod(self, run: RunContext, plan: PodPlan, host: PodHost) -> ContainerPodRun:
+        assert self.on_engine is not None, "the run's network is made before its pods"
+        pod = ContainerPodRun(plan, host, run, self.on_engine)
+        self.pods.append(pod)
+        return pod
+
+    def report_cleanup(self, sink: LogSink) -> None:
         removed = self.stale.result()
         if removed:
-            self.sink.event(
-                f"removed what killed runs left on {self.engine.name}: {', '.join(removed)}"
-            )
-        return super().execute()
+            sink.event(f"removed what killed runs left on {self.engine.name}: {', '.join(removed)}")
 
-    def _teardown(self) -> list[str]:
+    def provision(self, pods: Sequence[LocalPod]) -> None:
+        """The first pods' engine pods, made together: each ``podman pod create`` and ``pod
+        start`` waits mostly on the engine, so made one by one they added up to seconds. The
+        master's containers still start only once its pod's turn comes, and its cluster waiter
+        still waits for the workers, as on a cluster."""
+        made = [pod for pod in pods if isinstance(pod, ContainerPodRun)]
+        for pod in made:
+            pod.record()
+        pids = create_sandboxes(self.engine, [pod.pod_request() for pod in made])
+        for pod in made:
+            pod.provisioned = pids[pod.engine_name]
+
+    def abandon(self) -> None:
+        """Refused before anything started: the subnet lock goes too."""
+        if self.on_engine is not None:
+            self.on_engine.network.release()
+
+    def close(self) -> list[str]:
         left: list[str] = []
+        if self.on_engine is None:
+            return left
         try:
-            left = super()._teardown()
+            self.on_engine.api.close()
         finally:
-            try:
-                self.api.close()
-            finally:
-                # Once every engine pod is gone: nothing of the pods' volumes stays.
-                for pod in self.pods:
-                    left += pod.remove_volumes()  # type: ignore[attr-defined]  # container pods
+            # Once every engine pod is gone: nothing of the pods' volumes stays.
+            for pod in self.pods:
+                left += pod.remove_volumes()
         return left
 
 
-def container_run(job: JobDefinition, plan: ClusterPlan, options: RunOptions) -> ContainerRun:
+def container_run(job: JobDefinition, plan: ClusterPlan, options: RunOptions) -> Run:
     """A container run of ``job``, its images ready (built first where trainjobs can)."""
     if options.network != "auto":
         raise UserError(
@@ -148,4 +133,4 @@ def container_run(job: JobDefinition, plan: ClusterPlan, options: RunOptions) ->
     with ThreadPoolExecutor(max_workers=1) as pool:
         stale = pool.submit(remove_stale, engine)
         images = local_images(plan, engine, options.image_aliases, say)
-    return ContainerRun(job, plan, options, engine, images, stale)
+    return Run(job, plan, options, ContainerRuntime(engine, images, stale))

@@ -68,9 +68,9 @@ def _server(tmp_path: Path) -> ApiServer:
         Pod("demo-done", None, "Succeeded", False),
     ]
     granted = ["demo-worker-0", "demo-worker-1", "demo-done"]
-    run = SimpleNamespace(
-        run_dir=tmp_path,
-        plan=SimpleNamespace(
+    server = ApiServer(
+        tmp_path,
+        SimpleNamespace(  # type: ignore[arg-type]
             namespace="default",
             grants={
                 "demo-launcher": [
@@ -79,10 +79,9 @@ def _server(tmp_path: Path) -> ApiServer:
                 ]
             },
         ),
-        pods=pods,
-        engine=HostEngine(),
+        pods,
+        HostEngine(),
     )
-    server = ApiServer(run)  # type: ignore[arg-type]
     server.listen(master)  # type: ignore[arg-type]
     return server
 

@@ -157,11 +157,13 @@ def test_pods_stopped_together_are_removed_together_one_call_each() -> None:
     """One name per call: given several, `podman pod rm` removes none if one is gone."""
     engine = RemovingPodman(parties=3)
     published: list[bool] = []
-    run = SimpleNamespace(engine=engine, publish=lambda: published.append(True))
+    run = SimpleNamespace(publish=lambda: published.append(True))
+    on_engine = SimpleNamespace(engine=engine)
     pods = []
     for index in range(3):
         pod = object.__new__(ContainerPodRun)
         pod.run = run  # type: ignore[assignment]
+        pod.on_engine = on_engine  # type: ignore[assignment]
         pod.engine_name = f"tj-1-pod-{index}"
         pod.processes = {}
         pods.append(pod)
