@@ -14,6 +14,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    # For type checkers only: at run time the names load on first use, and ``__all__`` is
+    # the registry's (so the imports below count as unused).
+    # ruff: noqa: F401
     from trainjobs.cloud.gpu_pool import GpuNodePool
     from trainjobs.cloud.node_pool import GpuNodePoolConfig
     from trainjobs.cloud.scheduling import SchedulingProfile
@@ -22,22 +25,16 @@ if TYPE_CHECKING:
     from trainjobs.deploy.completion import WatchSettings
     from trainjobs.deploy.component import TrainingJob
     from trainjobs.deploy.infra_stack import InfraStack
-    from trainjobs.deploy.jobs import (
-        ChainerJob,
-        JobCompletion,
-        KubeflowJob,
-        MPIJob,
-        MPIJobSpec,
-        PyTorchJob,
-        PyTorchJobSpec,
-        TFJob,
-        TFJobSpec,
-        TrainJob,
-        TrainJobSpec,
-    )
+    from trainjobs.deploy.jobs import JobCompletion, KubeflowJob
     from trainjobs.images.cuda_image import CudaImage
+    from trainjobs.kinds.chainer.component import ChainerJob
     from trainjobs.kinds.chainer.spec import ChainerJobSpec, MasterSpec, MpiConfig, WorkerSpec
+    from trainjobs.kinds.mpijob.component import MPIJob, MPIJobSpec
+    from trainjobs.kinds.pytorch.component import PyTorchJob, PyTorchJobSpec
     from trainjobs.kinds.pytorch.spec import ElasticPolicy
+    from trainjobs.kinds.tensorflow.component import TFJob, TFJobSpec
+    from trainjobs.kinds.trainjob.component import TrainJob
+    from trainjobs.kinds.trainjob.spec import TrainJobSpec
     from trainjobs.local.api import (
         LocalRun,
         list_local_runs,
@@ -47,23 +44,9 @@ if TYPE_CHECKING:
     )
     from trainjobs.local.history import RunRecord
 
-_EXPORTS = {
-    "ChainerJob": "trainjobs.deploy.jobs",
-    "TFJob": "trainjobs.deploy.jobs",
-    "PyTorchJob": "trainjobs.deploy.jobs",
+_COMMON = {
     "KubeflowJob": "trainjobs.deploy.jobs",
-    "MPIJob": "trainjobs.deploy.jobs",
-    "MPIJobSpec": "trainjobs.deploy.jobs",
     "JobCompletion": "trainjobs.deploy.jobs",
-    "TFJobSpec": "trainjobs.deploy.jobs",
-    "PyTorchJobSpec": "trainjobs.deploy.jobs",
-    "TrainJob": "trainjobs.deploy.jobs",
-    "TrainJobSpec": "trainjobs.deploy.jobs",
-    "ChainerJobSpec": "trainjobs.kinds.chainer.spec",
-    "MasterSpec": "trainjobs.kinds.chainer.spec",
-    "WorkerSpec": "trainjobs.kinds.chainer.spec",
-    "MpiConfig": "trainjobs.kinds.chainer.spec",
-    "ElasticPolicy": "trainjobs.kinds.pytorch.spec",
     "ReplicaSpec": "trainjobs.core.replica_spec",
     "RunPolicy": "trainjobs.core.replica_spec",
     "SchedulingPolicy": "trainjobs.core.replica_spec",
@@ -82,47 +65,21 @@ _EXPORTS = {
     "local_run_logs": "trainjobs.local.api",
     "RunRecord": "trainjobs.local.history",
 }
-"""Public name -> the module that defines it."""
+"""Public names that belong to no one kind -> the module that defines each."""
 
-__all__ = [
-    "ChainerJob",
-    "ChainerJobSpec",
-    "CudaImage",
-    "ElasticPolicy",
-    "GpuNodePool",
-    "GpuNodePoolConfig",
-    "GraphOptions",
-    "InfraStack",
-    "JobCompletion",
-    "KubeflowJob",
-    "LocalRun",
-    "MPIJob",
-    "MPIJobSpec",
-    "MasterSpec",
-    "MpiConfig",
-    "PyTorchJob",
-    "PyTorchJobSpec",
-    "ReplicaSpec",
-    "RunPolicy",
-    "RunRecord",
-    "SchedulingPolicy",
-    "SchedulingProfile",
-    "TFJob",
-    "TFJobSpec",
-    "TrainJob",
-    "TrainJobSpec",
-    "TrainingJob",
-    "WatchSettings",
-    "WorkerSpec",
-    "list_local_runs",
-    "local_run_logs",
-    "run_locally",
-    "start_local_run",
-]
+
+def _exports() -> dict[str, str]:
+    """Every public name -> the module that defines it: :data:`_COMMON` and each registered
+    kind's own (its component, its spec class and models)."""
+    from trainjobs.kinds.registry import exports
+
+    return {**_COMMON, **exports()}
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
+    if name == "__all__":  # from the registry, as the kinds' names are
+        return sorted(_exports())
+    module = _exports().get(name)
     if module is None:
         raise AttributeError(f"module 'trainjobs' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
@@ -131,4 +88,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+    return sorted({*globals(), *_exports()})

@@ -80,10 +80,12 @@ def _directory(value: str) -> Path:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from trainjobs.kinds.registry import KINDS  # the kinds' names; none of their models
+
     validate = subparsers.add_parser(
         "validate",
         help="validate job spec files",
-        description="Check each job spec (ChainerJob, TFJob, PyTorchJob, MPIJob, TrainJob) as the "
+        description=f"Check each job spec ({', '.join(KINDS)}) as the "
         "API server and the operators would, build its resource graph, and print one line per "
         "valid file; each mistake is reported with its field path, value and fix.",
         epilog="exit codes: 0 all valid, 2 a file is invalid or unreadable",
@@ -150,11 +152,14 @@ def add_mpi_transport(parser: argparse.ArgumentParser, default: str | None = "ku
 
 
 def register_crds(subparsers: argparse._SubParsersAction) -> None:
+    from trainjobs.kinds.registry import KINDS
+
+    *others, last = [name for name, kind in KINDS.items() if kind.crd]
     generate = subparsers.add_parser(
         "crds",
         help="regenerate the CRDs from the spec models",
-        description="Write the CustomResourceDefinitions of ChainerJob, TFJob, PyTorchJob and "
-        "MPIJob, generated from the spec models, one YAML file each, and print their paths.",
+        description=f"Write the CustomResourceDefinitions of {', '.join(others)} and {last}, "
+        "generated from the spec models, one YAML file each, and print their paths.",
         epilog="exit codes: 0 written, 1 the machine refused a write, 2 an invalid --out",
     )
     generate.add_argument(

@@ -1,4 +1,4 @@
-"""The public job components (Chainer, TF, PyTorch, MPI and Train jobs) from a model or file.
+"""The base of the public job components (one per kind, in its package) and their watcher.
 
 Each is a :class:`~trainjobs.deploy.component.TrainingJob` built from one validated job: the
 spec goes through the same parser as `trainjobs validate` and `trainjobs render`, so a
@@ -31,14 +31,7 @@ from trainjobs.deploy.arguments import (
 from trainjobs.deploy.component import TrainingJob
 from trainjobs.images.gpu_support import check_images_on_pool
 from trainjobs.images.pinning import pin_images
-from trainjobs.kinds.chainer.spec import API_VERSION as CHAINER_API_VERSION
-from trainjobs.kinds.chainer.spec import ChainerJobSpec
-from trainjobs.kinds.mpijob.spec import MPIJobSpecV2Beta1 as MPIJobSpec
-from trainjobs.kinds.pytorch.spec import PyTorchJobSpecV1 as PyTorchJobSpec
 from trainjobs.kinds.registry import KINDS, JobDefinition, parse_job
-from trainjobs.kinds.tensorflow.spec import TFJobSpecV1 as TFJobSpec
-from trainjobs.kinds.trainjob.spec import API_VERSION as TRAINJOB_API_VERSION
-from trainjobs.kinds.trainjob.spec import TrainJobSpec
 
 SpecT = TypeVar("SpecT", bound=BaseModel)
 
@@ -67,7 +60,7 @@ def place_job(
 
 
 class KubeflowJob(TrainingJob, Generic[SpecT]):
-    """A Kubeflow training job as a component: the base of ChainerJob, TFJob and PyTorchJob.
+    """A Kubeflow training job as a component: the base of every kind's component.
 
     ``spec``: the kind's spec model, a dict of its ``spec`` section in Kubeflow's shape
     (camelCase, as in YAML), or a whole document (``apiVersion``, ``kind``, ``metadata``,
@@ -281,94 +274,6 @@ class KubeflowJob(TrainingJob, Generic[SpecT]):
             require_digests=require_digests,
             watched=watched,
             source=str(path),
-            opts=opts,
-        )
-
-
-class ChainerJob(KubeflowJob[ChainerJobSpec]):
-    """A ChainerJob (``kubeflow.org/v1alpha1``): a master Job and worker StatefulSets that
-    ChainerMN runs over MPI. Typed ``trainjobs:index:ChainerJob``; arguments as
-    :class:`KubeflowJob`'s."""
-
-    KIND = "ChainerJob"
-    _SPEC = ChainerJobSpec
-    API_VERSION = CHAINER_API_VERSION
-
-
-class TFJob(KubeflowJob[TFJobSpec]):
-    """A TFJob (``kubeflow.org/v1``; earlier versions in a document or file): one Job or
-    StatefulSet per replica, with TF_CONFIG. Typed ``trainjobs:index:TFJob``; arguments as
-    :class:`KubeflowJob`'s."""
-
-    KIND = "TFJob"
-    _SPEC = TFJobSpec
-
-
-class PyTorchJob(KubeflowJob[PyTorchJobSpec]):
-    """A PyTorchJob (``kubeflow.org/v1``; earlier versions in a document or file): one Job or
-    StatefulSet per replica, with torch.distributed's environment. Typed
-    ``trainjobs:index:PyTorchJob``; arguments as :class:`KubeflowJob`'s."""
-
-    KIND = "PyTorchJob"
-    _SPEC = PyTorchJobSpec
-
-
-class MPIJob(KubeflowJob[MPIJobSpec]):
-    """An MPIJob (``kubeflow.org/v2beta1``, mpi-operator; ``v1`` and ``v1alpha2`` in a document
-    or file): a launcher Job running mpirun and worker pods it reaches over ssh (kubectl exec
-    before v2beta1). Typed ``trainjobs:index:MPIJob``; arguments as :class:`KubeflowJob`'s."""
-
-    KIND = "MPIJob"
-    _SPEC = MPIJobSpec
-    API_VERSION = "kubeflow.org/v2beta1"
-
-
-class TrainJob(KubeflowJob[TrainJobSpec]):
-    """A Kubeflow Trainer v2 TrainJob (``trainer.kubeflow.org/v1alpha1``): the JobSet the
-    Trainer controller would make from its training runtime, deployed without that controller.
-    Typed ``trainjobs:index:TrainJob``; arguments as :class:`KubeflowJob`'s, plus ``runtimes``
-    (default none: Kubeflow's released ClusterTrainingRuntimes only): ClusterTrainingRuntime or
-    TrainingRuntime documents given beside the TrainJob, as in its YAML file."""
-
-    KIND = "TrainJob"
-    _SPEC = TrainJobSpec
-    API_VERSION = TRAINJOB_API_VERSION
-
-    def __init__(
-        self,
-        name: str,
-        spec: TrainJobSpec | Mapping[str, Any],
-        *,
-        runtimes: Sequence[Mapping[str, Any]] = (),
-        namespace: str = "default",
-        labels: Mapping[str, str] | None = None,
-        options: GraphOptions | None = None,
-        pool: SchedulingProfile | None = None,
-        images: Mapping[str, str] | None = None,
-        require_digests: bool = False,
-        watched: bool = False,
-        source: str | None = None,
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> None:
-        if runtimes:
-            own = own_source(self.KIND, name, source)
-            try:
-                self.check_arguments(own, name, spec, {"runtimes": runtimes, "labels": labels})
-                document = self.document(name, spec, labels, own)
-            except UserError as error:
-                raise refused(error) from None
-            spec = {"apiVersion": "v1", "kind": "List", "items": [*map(dict, runtimes), document]}
-        super().__init__(
-            name,
-            spec,
-            namespace=namespace,
-            labels=labels,
-            options=options,
-            pool=pool,
-            images=images,
-            require_digests=require_digests,
-            watched=watched,
-            source=source,
             opts=opts,
         )
 

@@ -26,7 +26,11 @@ from pulumi.provider.server import ComponentInitError
 from pydantic.alias_generators import to_camel
 
 from trainjobs.core.version import PACKAGE, package_version
-from trainjobs.deploy import jobs
+from trainjobs.kinds.chainer import component as chainer
+from trainjobs.kinds.mpijob import component as mpijob
+from trainjobs.kinds.pytorch import component as pytorch
+from trainjobs.kinds.tensorflow import component as tensorflow
+from trainjobs.kinds.trainjob import component as trainjob
 
 VERSION = package_version()
 
@@ -296,7 +300,7 @@ def _job_settings(args: Any, annotation: Any) -> tuple[dict[str, Any], dict[str,
     return wire(args["spec"], spec_type), settings
 
 
-class TFJob(jobs.TFJob):
+class TFJob(tensorflow.TFJob):
     """A TFJob (Kubeflow ``v1``): one Job or StatefulSet per replica, with TF_CONFIG."""
 
     def __init__(
@@ -306,7 +310,7 @@ class TFJob(jobs.TFJob):
         super().__init__(name, spec, **settings, opts=opts)
 
 
-class PyTorchJob(jobs.PyTorchJob):
+class PyTorchJob(pytorch.PyTorchJob):
     """A PyTorchJob (Kubeflow ``v1``): one Job or StatefulSet per replica, with
     torch.distributed's environment."""
 
@@ -317,7 +321,7 @@ class PyTorchJob(jobs.PyTorchJob):
         super().__init__(name, spec, **settings, opts=opts)
 
 
-class ChainerJob(jobs.ChainerJob):
+class ChainerJob(chainer.ChainerJob):
     """A ChainerJob (Kubeflow ``v1alpha1``): a master Job and worker StatefulSets that
     ChainerMN runs over MPI."""
 
@@ -328,7 +332,7 @@ class ChainerJob(jobs.ChainerJob):
         super().__init__(name, spec, **settings, opts=opts)
 
 
-class MPIJob(jobs.MPIJob):
+class MPIJob(mpijob.MPIJob):
     """An MPIJob (Kubeflow ``v2beta1``, mpi-operator): a launcher Job running mpirun and worker
     pods it reaches over ssh with the job's own key pair."""
 
@@ -339,7 +343,7 @@ class MPIJob(jobs.MPIJob):
         super().__init__(name, spec, **settings, opts=opts)
 
 
-class TrainJob(jobs.TrainJob):
+class TrainJob(trainjob.TrainJob):
     """A Kubeflow Trainer v2 TrainJob: the JobSet the Trainer controller would make from its
     training runtime (Kubeflow's released ones, or those given in ``runtimes``)."""
 

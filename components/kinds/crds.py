@@ -17,10 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from trainjobs.core.manifests import dump_yaml
-from trainjobs.kinds.chainer import spec as chainer_spec
-from trainjobs.kinds.mpijob import spec as mpijob_spec
-from trainjobs.kinds.pytorch import spec as pytorch_spec
-from trainjobs.kinds.tensorflow import spec as tensorflow_spec
+from trainjobs.kinds.registry import KINDS
 
 GENERATED_HEADER = (
     "# Generated from the spec models in components/kinds/ by `make crds`; do not edit.\n"
@@ -36,14 +33,15 @@ class CrdSource:
     group: str = "kubeflow.org"
 
 
-# Several versions of one kind are served side by side with no conversion webhook: the CRDs
-# exist for schema validation (editors, `kubectl apply --dry-run=server`), not to store jobs.
-SOURCES = [
-    CrdSource("ChainerJob", "chainerjobs", {"v1alpha1": chainer_spec.ChainerJobSpec}),
-    CrdSource("TFJob", "tfjobs", tensorflow_spec.SPEC_MODELS),
-    CrdSource("PyTorchJob", "pytorchjobs", pytorch_spec.SPEC_MODELS),
-    CrdSource("MPIJob", "mpijobs", mpijob_spec.SPEC_MODELS),
-]
+def sources() -> list[CrdSource]:
+    """A CRD per registered kind that wants one. Several versions of one kind are served
+    side by side with no conversion webhook: the CRDs exist for schema validation (editors,
+    `kubectl apply --dry-run=server`), not to store jobs."""
+    return [
+        CrdSource(kind.name, kind.plural, kind.spec_models(), kind.group)
+        for kind in KINDS.values()
+        if kind.crd
+    ]
 
 
 def structural_schema(source: CrdSource, version: str) -> dict[str, Any]:
@@ -147,7 +145,7 @@ def rendered() -> dict[str, str]:
     """File name -> content of every CRD file."""
     return {
         f"{source.plural}.{source.group}.yaml": GENERATED_HEADER + dump_yaml(crd(source))
-        for source in SOURCES
+        for source in sources()
     }
 
 

@@ -11,7 +11,7 @@ import yaml
 from tests.conftest import REPO
 from tests.deploy.test_ssh_key import PUBLIC, _RecordingMonitor, monitor  # noqa: F401
 from trainjobs.deploy.component import TrainingJob
-from trainjobs.deploy.jobs import MPIJob
+from trainjobs.kinds.mpijob.component import MPIJob
 from trainjobs.kinds.registry import load_job
 
 EXAMPLE = REPO / "jobs" / "mpijob-chainermn.yaml"

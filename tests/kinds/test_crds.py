@@ -24,7 +24,7 @@ def test_crds_command_writes_the_generated_files(tmp_path, capsys):
 
 
 def test_tf_and_pytorch_crds_serve_every_released_version_and_store_v1():
-    for source in crds.SOURCES[1:3]:
+    for source in crds.sources()[1:3]:
         versions = crds.crd(source)["spec"]["versions"]
         assert [(v["name"], v["served"], v["storage"]) for v in versions] == [
             ("v1alpha1", True, False),
@@ -36,7 +36,7 @@ def test_tf_and_pytorch_crds_serve_every_released_version_and_store_v1():
 
 
 def test_the_mpijob_crd_serves_its_three_versions_and_stores_v2beta1():
-    source = crds.SOURCES[3]
+    source = crds.sources()[3]
     versions = crds.crd(source)["spec"]["versions"]
 
     assert source.kind == "MPIJob"
@@ -48,7 +48,7 @@ def test_the_mpijob_crd_serves_its_three_versions_and_stores_v2beta1():
 
 
 def test_each_version_pins_its_own_api_version_and_kind():
-    tfjob = crds.SOURCES[1]
+    tfjob = crds.sources()[1]
     schema = crds.structural_schema(tfjob, "v1beta1")
     assert schema["properties"]["apiVersion"] == {
         "type": "string",
@@ -64,7 +64,7 @@ def test_each_version_pins_its_own_api_version_and_kind():
 
 
 def test_crd_schema_is_structural_and_documents_our_fields():
-    schema = crds.structural_schema(crds.SOURCES[0], "v1alpha1")
+    schema = crds.structural_schema(crds.sources()[0], "v1alpha1")
     spec = schema["properties"]["spec"]["properties"]
     assert spec["worker"]["properties"]["replicas"] == {
         "description": "Number of worker pods. Default: 1.",
