@@ -15,7 +15,7 @@ from typing import Any
 from trainjobs.core.bounds import parse_count
 from trainjobs.core.errors import UserError
 from trainjobs.core.set_paths import FieldPath, SetPaths
-from trainjobs.kinds.registry import set_paths
+from trainjobs.kinds.registry import runtimes_owner, set_paths
 
 USAGE = "replicas.TYPE=N, image=REF or image.TYPE=REF"
 
@@ -76,7 +76,7 @@ def apply_overrides(document: dict[str, Any], items: list[str]) -> dict[str, Any
 
 
 def document_kind(document: dict[str, Any]) -> str:
-    """The job's kind, a List's being its job's (a TrainJob with its runtimes)."""
+    """The job's kind, a List's being its job's (a job with its training runtimes)."""
     if document.get("kind") == "List":
-        return "TrainJob"
+        return runtimes_owner()
     return str(document.get("kind"))

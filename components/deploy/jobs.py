@@ -116,9 +116,32 @@ class KubeflowJob(TrainingJob, Generic[SpecT]):
             job = place_job(job, pool, images, require_digests)
         except UserError as error:
             raise refused(error) from None
-        super().__init__(job, watched=watched, opts=opts)
+        self._register(job, watched, opts)
+
+    def _register(
+        self, job: JobDefinition, watched: bool, opts: pulumi.ResourceOptions | None
+    ) -> None:
+        """Register the job's objects, and warn of what its spec says to no effect."""
+        TrainingJob.__init__(self, job, watched=watched, opts=opts)
         for warning in [*job.warnings, *self.notices]:
             pulumi.log.warn(escape(f"{job.kind} {job.name}: {warning}"), resource=self)
+
+    @classmethod
+    def from_job(
+        cls,
+        job: JobDefinition,
+        *,
+        watched: bool = False,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> "KubeflowJob[SpecT]":
+        """The component of a job already validated (:func:`~trainjobs.kinds.registry.load_job`)
+        and placed (:func:`place_job`), of this class's kind: what the stack's program builds
+        for each of its job files, which it has read and checked together."""
+        if job.kind != cls.KIND:
+            raise ValueError(f"{cls.__name__}.from_job: a {job.kind} is no {cls.KIND}")
+        component = cls.__new__(cls)
+        component._register(job, watched, opts)
+        return component
 
     @classmethod
     def check_arguments(

@@ -23,7 +23,6 @@ from trainjobs.core.graph import (
     GraphOptions,
 )
 from trainjobs.core.names import namespace_problems
-from trainjobs.core.terminal import escape
 from trainjobs.deploy.completion import OUTCOME_FIELDS, WatchSettings
 from trainjobs.deploy.component import TrainingJob
 from trainjobs.deploy.infra_stack import IMAGES_OUTPUT, PROFILES_OUTPUT, InfraStack, pool_profile
@@ -31,7 +30,7 @@ from trainjobs.deploy.jobs import JobCompletion, place_job, refused
 from trainjobs.images.gpu_support import check_images_on_pool
 from trainjobs.images.pinning import image_pins_from_config
 from trainjobs.images.references import reference_problem
-from trainjobs.kinds.registry import JobDefinition, load_job
+from trainjobs.kinds.registry import KINDS, JobDefinition, load_job
 
 
 @dataclass(frozen=True)
@@ -280,12 +279,10 @@ def run() -> None:
         watch = WatchSettings.from_config(pulumi.Config("trainjobs"), pulumi.Config("kubernetes"))
     except UserError as error:
         raise refused(error) from None
-    components = []
-    for job in jobs:
-        component = TrainingJob(job, watched=watch.watch)
-        for warning in [*job.warnings, *component.notices]:
-            pulumi.log.warn(escape(f"{job.kind} {job.name}: {warning}"), resource=component)
-        components.append(component)
+    # Each job's public component, as a user's program builds it (from the job read above).
+    components: list[TrainingJob] = [
+        KINDS[job.kind].component().from_job(job, watched=watch.watch) for job in jobs
+    ]
     completion = None
     if watch.watch and components:
         completion = JobCompletion("completion", components, watch)
