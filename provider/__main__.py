@@ -2,7 +2,7 @@
 
 from pulumi.provider.experimental import component_provider_host
 
-from trainjobs.deploy.provider import COMPONENTS, PACKAGE, VERSION
+from trainjobs.deploy.provider import PACKAGE, VERSION, components
 
 if __name__ == "__main__":
-    component_provider_host(COMPONENTS, PACKAGE, version=VERSION)
+    component_provider_host(components(), PACKAGE, version=VERSION)
