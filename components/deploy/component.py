@@ -156,7 +156,7 @@ def ttl_notices(job: JobDefinition, *, watched: bool) -> list[str]:
 
 class TrainingJob(pulumi.ComponentResource):
     """A training job's resource graph as one Pulumi component, typed
-    `trainjobs:index:<Kind>` (ChainerJob, TFJob or PyTorchJob).
+    `trainjobs:index:<Kind>`, one type per kind of the registry.
 
     ``watched``: the stack's completion watcher sees this job through (it is created by
     the program for every job of the stack at once, see :mod:`.completion`); the job's
