@@ -22,7 +22,20 @@ from trainjobs.kinds.kind import JobDefinition, Kind, Workload
 # trainjobs.core.documents (YAML) is imported where a document is read: listing the kinds
 # (`trainjobs run --help`) loads no YAML.
 
-__all__ = ["KINDS", "KIND_MODULES", "JobDefinition", "Kind", "Workload", "load_job", "parse_job"]
+__all__ = [
+    "KINDS",
+    "KIND_MODULES",
+    "JobDefinition",
+    "Kind",
+    "Registry",
+    "Workload",
+    "exports",
+    "load_job",
+    "parse_job",
+    "runtimes_owner",
+    "set_paths",
+]
+"""With the JobDefinition and Workload of :mod:`.kind`, which callers import from here."""
 
 KIND_MODULES: list[str] = [
     "trainjobs.kinds.chainer.kind",
