@@ -120,17 +120,12 @@ ALLOWED = {
     # The example images say which example job runs them.
     ("images/catalogue.py", "PyTorch 2.13.0 on CPU with the digits training script"),
     ("images/catalogue.py", "TensorFlow 2.20 on CPU with the digits training script"),
+    # The shared MPI graph's default flavour and its ChainerJob-only hostfile line: to become
+    # flavour fields each kind sets.
+    ("kinds/mpi/flavour.py", "ChainerJob"),
+    ("kinds/mpi/ssh_assets.py", "ChainerJob"),
 }
 """(module, the start of a string that names a kind) allowed outside the kinds' folders."""
-
-ALLOWED_IMPORTS = {
-    # The MPI machinery ChainerJob and MPIJob share, on its way to a kinds/mpi/ of its own.
-    ("deploy/component.py", "trainjobs.kinds.chainer.ssh_assets"),
-    ("deploy/ssh_key.py", "trainjobs.kinds.chainer.ssh_assets"),
-    ("local/runtime.py", "trainjobs.kinds.chainer.ssh_assets"),
-    ("local/ssh.py", "trainjobs.kinds.chainer.ssh_assets"),
-}
-"""(module, the kind module it imports) allowed outside the kinds' folders."""
 
 
 def _kind_packages() -> dict[str, str]:
@@ -181,8 +176,6 @@ def names_of_kinds(path: Path) -> list[str]:
             modules = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
         elif isinstance(node, ast.Import):
             modules = [alias.name for alias in node.names]
-        if any((relative, module) in ALLOWED_IMPORTS for module in modules):
-            continue
         found += [
             f"import {module}"
             for module in modules
