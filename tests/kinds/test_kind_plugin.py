@@ -120,10 +120,6 @@ ALLOWED = {
     # The example images say which example job runs them.
     ("images/catalogue.py", "PyTorch 2.13.0 on CPU with the digits training script"),
     ("images/catalogue.py", "TensorFlow 2.20 on CPU with the digits training script"),
-    # The shared MPI graph's default flavour and its ChainerJob-only hostfile line: to become
-    # flavour fields each kind sets.
-    ("kinds/mpi/flavour.py", "ChainerJob"),
-    ("kinds/mpi/ssh_assets.py", "ChainerJob"),
 }
 """(module, the start of a string that names a kind) allowed outside the kinds' folders."""
 

@@ -31,6 +31,7 @@ from trainjobs.core.names import DNS1123_LABEL, JobNames, check_name_limits
 from trainjobs.core.pod_template import GPU_RESOURCE, PodTemplate, check_pod_template
 from trainjobs.core.set_paths import SetPaths, merge, replica, spec_of
 from trainjobs.core.spec_model import SpecModel, unknown_fields
+from trainjobs.kinds.mpi.flavour import MpiFlavour
 from trainjobs.kinds.mpi.plan import Master, MpiPlan, WorkerGroup
 
 API_VERSION = "kubeflow.org/v1alpha1"
@@ -264,6 +265,7 @@ def _plan(
         ),
         workers=workers,
         warnings=warnings,
+        flavour=MpiFlavour(kind=KIND, local_launcher=True),
     )
 
 

@@ -3,7 +3,7 @@
 The graph (a launcher Job, worker pods, a hostfile, MPI daemons started over kubectl exec or
 ssh) is one for both kinds; they differ in names, in the hostfile's lines, in the env and
 labels their operator sets, and in where the operator mounts its files. A ChainerJob plan
-carries the defaults below; an MPIJob plan carries its operator's choices
+mostly takes the defaults below; an MPIJob plan carries its operator's choices
 (:mod:`trainjobs.kinds.mpijob.operator`).
 """
 
@@ -18,13 +18,18 @@ from trainjobs.core.gang import Gang
 
 @dataclass(frozen=True)
 class MpiFlavour:
-    kind: str = "ChainerJob"
+    kind: str
+    """The kind's name, as the scripts' comments and the ssh settings name the job."""
     transport: str | None = None
     """The transport the kind always uses (an MPIJob's operator decides it); None: the
     stack's ``mpiTransport``."""
     hydra_hostfile: bool = False
     """``host:slots`` lines (Intel MPI's and MPICH's Hydra) instead of Open MPI's
     ``host slots=N``."""
+    local_launcher: bool = False
+    """The hostfile names the launcher by its bare hostname, so Open MPI sees that the first
+    host is the one it runs on (ChainerJob's master holds rank 0); else by its DNS name, as
+    mpi-operator writes it."""
     launcher_in_hostfile: bool = True
     """The launcher's own pod is the hostfile's first host (ChainerJob's master holds rank 0;
     an MPIJob's launcher only with runLauncherAsWorker, or v1's GPU launcher)."""

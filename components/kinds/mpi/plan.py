@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from trainjobs.core.errors import Problem
 from trainjobs.core.names import JobNames
@@ -51,8 +51,8 @@ class MpiPlan:
     master: Master
     workers: list[WorkerGroup]
     warnings: list[Problem]
-    flavour: MpiFlavour = field(default_factory=MpiFlavour)
-    """What the kind decides (ChainerJob's defaults, or an MPIJob operator's choices)."""
+    flavour: MpiFlavour
+    """What the kind decides (ChainerJob's, or an MPIJob operator's choices)."""
 
     @property
     def worker_pods(self) -> list[str]:

@@ -111,7 +111,7 @@ def hostfile(plan: MpiPlan) -> str:
 def launcher_host(plan: MpiPlan) -> str:
     """The launcher as the hostfile names it: a ChainerJob's master by its hostname (Open MPI
     sees it is local), an MPIJob's launcher by its DNS name, as mpi-operator writes it."""
-    if plan.flavour.kind == "ChainerJob":
+    if plan.flavour.local_launcher:
         return plan.names.master
     return f"{plan.launcher_hostname}.{plan.names.service}.{plan.namespace}.svc"
 
