@@ -90,6 +90,16 @@ def pod_name_problem(job: str, replicated_jobs: Sequence[tuple[str, int]]) -> Pr
     )
 
 
+class UnsharedEnv(ValueError):
+    """A per-index env value that one template for every index cannot express."""
+
+    def __init__(self, name: str, values: list[str]) -> None:
+        super().__init__(
+            f"the per-index env value of {name} is not a function of the JobSet's index: {values}"
+        )
+        self.name = name
+
+
 def shared_env(per_index: Sequence[Sequence[Manifest]], offset: int) -> list[Manifest]:
     """One env list for every index of a replicated Job whose pods need ``per_index[i]``.
 
@@ -108,7 +118,10 @@ def shared_env(per_index: Sequence[Sequence[Manifest]], offset: int) -> list[Man
         if "valueFrom" in item or all(value == values[0] for value in values):
             shared.append(dict(item))
             continue
-        annotation, text = _indexed(values, offset)
+        indexed = _indexed(values, offset)
+        if indexed is None:
+            raise UnsharedEnv(item["name"], values)
+        annotation, text = indexed
         if annotation not in needed:
             needed.append(annotation)
         shared.append({"name": item["name"], "value": text})
@@ -122,8 +135,9 @@ def shared_env(per_index: Sequence[Sequence[Manifest]], offset: int) -> list[Man
     return [*sources, *shared]
 
 
-def _indexed(values: list[str], offset: int) -> tuple[str, str]:
-    """The annotation and the ``$(...)`` text that give ``values[i]`` for every index i."""
+def _indexed(values: list[str], offset: int) -> tuple[str, str] | None:
+    """The annotation and the ``$(...)`` text that give ``values[i]`` for every index i, or
+    None when no such text exists."""
     prefix = _common_prefix(values)
     suffix = _common_prefix([value[len(prefix) :][::-1] for value in values])[::-1]
     middles = [value[len(prefix) : len(value) - len(suffix)] for value in values]
@@ -132,7 +146,7 @@ def _indexed(values: list[str], offset: int) -> tuple[str, str]:
         if middles == [str(first + index) for index in range(len(values))]:
             variable = INDEX_VARIABLES[annotation]
             return annotation, f"{escaped_prefix}$({variable}){escaped_suffix}"
-    raise ValueError(f"a per-index env value is not a function of the JobSet's index: {values}")
+    return None
 
 
 def _common_prefix(values: list[str]) -> str:

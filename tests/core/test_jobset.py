@@ -12,7 +12,7 @@ import yaml
 from tests.conftest import REPO, schema_problems
 from tests.kinds.test_corpus import resolved
 from trainjobs.cli import main
-from trainjobs.core.jobset import QUEUE_LABEL, child_jobs, shared_env
+from trainjobs.core.jobset import QUEUE_LABEL, UnsharedEnv, child_jobs, shared_env
 from trainjobs.kinds.registry import JobDefinition, parse_job
 
 CORPUS = REPO / "tests" / "corpus"
@@ -236,7 +236,7 @@ def test_a_dollar_in_a_per_index_value_is_escaped_so_expansion_restores_it():
 def test_a_value_that_is_no_function_of_the_index_cannot_be_shared():
     per_index = [[{"name": "X", "value": "a"}], [{"name": "X", "value": "b"}]]
 
-    with pytest.raises(ValueError, match="not a function of the JobSet's index"):
+    with pytest.raises(UnsharedEnv, match="of X is not a function of the JobSet's index"):
         shared_env(per_index, offset=0)
 
 
@@ -252,3 +252,22 @@ def test_a_queued_chainerjob_is_refused_naming_the_label(tmp_path, capsys):
         "one unit (its workers are a StatefulSet, which Kueue would admit apart from the "
         "master's Job); remove the label (TFJobs and PyTorchJobs can be queued)"
     ]
+
+
+def test_a_queued_tfjob_whose_per_worker_env_the_jobset_cannot_share_is_refused(tmp_path, capsys):
+    # enableDynamicWorker: each worker's TF_CONFIG names its own index twice (the cluster key
+    # and its address), which one template per replica type cannot express.
+    document = with_workers(load(KUEUE_TF), 2)
+    document["spec"]["enableDynamicWorker"] = True
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(document))
+
+    assert main(["validate", str(path)]) == 2
+    assert capsys.readouterr().err.splitlines()[1:] == [
+        "  metadata.labels.kueue.x-k8s.io/queue-name: queued, the job runs as one JobSet whose "
+        "'worker' pods share one template, but the env its operator sets, TF_CONFIG, differs "
+        "between them in more than their index; remove the label to run the job unqueued"
+    ]
+    path.with_name("unqueued.yaml").write_text(yaml.safe_dump(unqueued(document)))
+    capsys.readouterr()
+    assert main(["validate", str(path.with_name("unqueued.yaml"))]) == 0

@@ -18,7 +18,7 @@ from pydantic.alias_generators import to_camel
 from trainjobs.core.errors import Problem, SpecError
 from trainjobs.core.graph import GraphOptions
 from trainjobs.core.job_document import read_envelope, validate_section
-from trainjobs.core.jobset import is_queued
+from trainjobs.core.jobset import QUEUE_LABEL, UnsharedEnv, is_queued, shared_env
 from trainjobs.core.replica_spec import (
     ReplicaGroup,
     ReplicaJobPlan,
@@ -41,6 +41,7 @@ from trainjobs.kinds.replica.declaration import (
     ListReplicaSpec,
     ReplicaKind,
     ReplicaMap,
+    VersionPlan,
 )
 
 
@@ -68,7 +69,10 @@ def parse(
         plan = None if replicas is None else kind.rules(spec, replicas, context, problems, warnings)
     if plan is None or problems:
         raise SpecError(source, problems, warnings)
-    problems += check_names(job, plan.groups, queued=is_queued(envelope.labels))
+    queued = is_queued(envelope.labels)
+    problems += check_names(job, plan.groups, queued=queued)
+    if queued:
+        problems += _unshared_env_problems(plan)
     warnings += env_override_warnings(plan.groups, plan.env, plan.env_target)
     gang = gang_for(
         plan.groups, plan.run, options.gang_scheduler, options.gang_scheduler_name, warnings
@@ -240,3 +244,25 @@ def list_entries(
                 Problem(f"{path}.replicas", f"must be 1 for the MASTER (got {replicas})")
             )
         yield ListEntry(path, type_name, entry, replicas)
+
+
+def _unshared_env_problems(plan: VersionPlan) -> list[Problem]:
+    """Queued, each replica type's pods share one template (a JobSet's replicated Job), so
+    the operator's env of each pod must be the same text around the pod's index."""
+    problems: list[Problem] = []
+    offset = 0
+    for group in plan.groups:
+        per_index = [plan.env.get((group.type, index), []) for index in range(group.replicas)]
+        try:
+            shared_env(per_index, offset)
+        except UnsharedEnv as unshared:
+            problems.append(
+                Problem(
+                    f"metadata.labels.{QUEUE_LABEL}",
+                    f"queued, the job runs as one JobSet whose {group.type!r} pods share one "
+                    f"template, but the env its operator sets, {unshared.name}, differs between "
+                    "them in more than their index; remove the label to run the job unqueued",
+                )
+            )
+        offset += group.replicas
+    return problems
