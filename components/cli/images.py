@@ -77,12 +77,16 @@ def _build(args: argparse.Namespace) -> int:
     from trainjobs.engines.registry import find_engine
     from trainjobs.images.builder import buildable, cpu_images
     from trainjobs.images.local_images import build_images
+    from trainjobs.images.push import check_registry, push_images, record_pins
 
     images = [buildable(reference) for reference in args.images] or cpu_images()
+    registry = check_registry(args.push) if args.push is not None else None
     engine = find_engine(args.engine)
     settings = _settings(args, saved=True)
     built = build_images(engine, images, settings, _say, rebuild=args.rebuild)
     _say(f"done: {len(built)} built, {len(images) - len(built)} up to date")
+    if registry is not None:
+        _say(f"digests recorded in {record_pins(push_images(engine, images, registry, _say))}")
     return 0
 
 
@@ -194,6 +198,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="e.g. trainjobs/chainermn:7.8.1 (default: the CPU images the examples run)",
     )
     build.add_argument("--rebuild", action="store_true", help="build even a current image")
+    build.add_argument(
+        "--push",
+        metavar="REGISTRY",
+        help="then push each image as REGISTRY/<image> (HOST[:PORT][/PATH]; credentials from "
+        "`podman login`, the registry's CA from out/engine/certs.d/HOST[:PORT]/) and record "
+        "its digest in out/engine/image-pins.json (default: no push)",
+    )
     build.set_defaults(handler=_build)
     bootstrap = actions.add_parser(
         "bootstrap",

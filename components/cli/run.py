@@ -101,6 +101,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=namespace_argument,
         help="if the spec names none (default: default)",
     )
+    run.add_argument(
+        "--image-pins",
+        type=Path,
+        metavar="FILE",
+        help="run the images this JSON file pins (reference -> repo@sha256:..., as `trainjobs "
+        "images build --push` records in out/engine/image-pins.json; default: none)",
+    )
+    run.add_argument(
+        "--require-digests",
+        action="store_true",
+        help="refuse any image left unpinned by digest (as trainjobs:requireDigests)",
+    )
     add_mpi_transport(run)
     run.set_defaults(handler=_run)
     clean = subparsers.add_parser(
@@ -146,6 +158,8 @@ def _run(args: argparse.Namespace) -> int:
     from trainjobs.cli.overrides import apply_overrides
     from trainjobs.core.documents import load_file
     from trainjobs.core.graph import GraphOptions
+    from trainjobs.images.pinning import pin_images, pins_from_file
+    from trainjobs.images.registry_auth import pull_secrets
     from trainjobs.kinds.registry import parse_job
     from trainjobs.local.output import TerminalFilter
     from trainjobs.local.runtime import RunOptions
@@ -165,6 +179,10 @@ def _run(args: argparse.Namespace) -> int:
     document = apply_overrides(load_file(args.file), args.overrides)
     job = parse_job(document, str(args.file), args.namespace, options)
     report_warnings(args.file, job)
+    if args.image_pins is not None or args.require_digests:
+        pins = pins_from_file(args.image_pins) if args.image_pins is not None else {}
+        graph = pin_images(job.graph, pins, require_digests=args.require_digests)
+        job = replace(job, graph=graph)
     if args.engine and args.runtime != "container":
         raise UserError("--engine: only with --runtime container")
     result = run_job(
@@ -177,6 +195,7 @@ def _run(args: argparse.Namespace) -> int:
             engine=args.engine,
             stream=TerminalFilter(sys.stdout, quiet=args.quiet, noise=not args.all_output),
             command=("trainjobs", *args.argv),
+            pull_secrets=pull_secrets(args.file) if args.runtime == "container" else {},
         ),
     )
     return result.exit_code

@@ -12,6 +12,22 @@ from trainjobs.core.errors import Problem, SpecError, UserError
 
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
 """Kubeflow Trainer's training runtimes: documents that may go beside a TrainJob in its file."""
+PULL_SECRET_TYPES = {
+    "kubernetes.io/dockerconfigjson": ".dockerconfigjson",
+    "kubernetes.io/dockercfg": ".dockercfg",
+}
+"""Image pull Secrets' types -> the key of their docker config (core/v1
+``SecretTypeDockerConfigJson``, ``SecretTypeDockercfg``): such Secrets may go beside any job
+in its file, for the pods' ``imagePullSecrets`` in local runs."""
+
+
+def is_pull_secret(document: Any) -> bool:
+    """Whether a document of a job's file is an image pull Secret."""
+    return (
+        isinstance(document, dict)
+        and document.get("kind") == "Secret"
+        and document.get("type") in PULL_SECRET_TYPES
+    )
 
 
 class UnreadableFile(UserError):
@@ -72,11 +88,13 @@ def load_mapping(path: str | Path) -> dict[str, Any]:
 
 
 def load_file(path: str | Path) -> dict[str, Any]:
-    """Read one YAML document; unreadable or non-mapping files are user errors."""
+    """Read one YAML document (the job; image pull Secrets beside it are the local run's,
+    :mod:`trainjobs.images.registry_auth`); unreadable or non-mapping files are user errors."""
     try:
         documents = load_documents(path)
     except UnreadableFile as error:
         raise SpecError(error.source, [Problem("", error.problem)]) from None
+    documents = [document for document in documents if not is_pull_secret(document)]
     mappings = all(isinstance(doc, dict) for doc in documents)
     if len(documents) > 1 and mappings and any(d.get("kind") in RUNTIME_KINDS for d in documents):
         # A TrainJob with its runtimes: read as kubectl reads several objects, as a List.

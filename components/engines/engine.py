@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
@@ -102,6 +103,17 @@ class ContainerRequest:
     """The container's whole capability set (names without ``CAP_``): every other one is
     dropped. ``no_new_privs`` is always set."""
     labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RegistryAccess:
+    """How a pull or push reaches a registry beyond the engine's defaults."""
+
+    auth_file: Path | None = None
+    """A docker config (``{"auths": {...}}``) with the credentials to use; None: the engine's
+    own (what `podman login` stored, or ``~/.docker/config.json``)."""
+    cert_dir: Path | None = None
+    """The directory of the registry's CA certificates (``*.crt``); None: the system's."""
 
 
 @dataclass(frozen=True)
@@ -253,6 +265,29 @@ class Engine(ABC):
             args += ["--change", change]
         self.forget_images()
         self.call(*args, str(tarball), reference)
+
+    def pull(self, reference: str, access: RegistryAccess, output: Output) -> None:
+        """Pull ``reference`` into local storage, passing the engine's progress lines on."""
+        self.forget_images()
+        self.stream(["pull", *self.access_flags(access), "--", reference], output)
+
+    def push(self, source: str, destination: str, access: RegistryAccess, output: Output) -> str:
+        """Push local image ``source`` as ``destination``; the digest the registry stored."""
+        with tempfile.TemporaryDirectory(prefix="trainjobs-push-") as scratch:
+            digest_file = Path(scratch) / "digest"
+            flags = [*self.access_flags(access), f"--digestfile={digest_file}"]
+            self.stream(["push", *flags, "--", source, destination], output)
+            return digest_file.read_text(encoding="utf-8").strip()
+
+    def access_flags(self, access: RegistryAccess) -> list[str]:
+        """podman's (containers/common ``pkg/auth`` and ``--cert-dir`` of pull and push): the
+        credentials file and the directory of the registry's CA certificates."""
+        flags = []
+        if access.auth_file is not None:
+            flags.append(f"--authfile={access.auth_file}")
+        if access.cert_dir is not None:
+            flags.append(f"--cert-dir={access.cert_dir}")
+        return flags
 
     def remove_image(self, reference: str) -> None:
         self.forget_images()

@@ -19,6 +19,11 @@ from trainjobs.images.build_context import REPO_ROOT
 ENGINE_DIR = REPO_ROOT / "out" / "engine"
 """The project's engine configuration: containers.conf and the saved build settings."""
 CONTAINERS_CONF = ENGINE_DIR / "containers.conf"
+CERTS_DIR = ENGINE_DIR / "certs.d"
+"""Registries' CA certificates, one directory per registry: ``certs.d/<host[:port]>/ca.crt``,
+the layout of containers/image's ``/etc/containers/certs.d`` (containers-certs.d(5)), given to
+each pull and push as ``--cert-dir``, so a private registry's CA is trusted by this project's
+engine calls only, never through the machine's /etc."""
 NOFILE = "20000:20000"
 NPROC = "32768:32768"
 
@@ -50,3 +55,10 @@ def engine_environment(containers_conf: Path = CONTAINERS_CONF) -> dict[str, str
     if "CONTAINERS_CONF" not in env and containers_conf.is_file():
         env["CONTAINERS_CONF"] = str(containers_conf)
     return env
+
+
+def registry_cert_dir(registry: str, certs_dir: Path = CERTS_DIR) -> Path | None:
+    """The directory of ``registry``'s CA certificates (``host[:port]``), if the project has
+    one."""
+    directory = certs_dir / registry
+    return directory if directory.is_dir() else None

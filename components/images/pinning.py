@@ -5,9 +5,11 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from trainjobs.cloud.scheduling import pod_template
+from trainjobs.core.documents import UnreadableFile, read_text
 from trainjobs.core.errors import ConfigError, Problem, UserError
 from trainjobs.core.graph import Graph, Node
 from trainjobs.core.pod_template import pod_containers
@@ -51,6 +53,15 @@ def image_pins_from_config(
     if problems:
         raise ConfigError(source, "image pins", problems)
     return dict(value)
+
+
+def pins_from_file(path: Path) -> dict[str, str]:
+    """Image pins from a JSON file (``trainjobs images build --push`` records one)."""
+    try:
+        text = read_text(path)
+    except UnreadableFile as error:
+        raise UserError(f"--image-pins {error.source}: {error.problem}") from None
+    return image_pins_from_config(text, source=str(path))
 
 
 def pin_images(graph: Graph, pins: Mapping[str, str], *, require_digests: bool = False) -> Graph:

@@ -41,3 +41,17 @@ def reference_problem(reference: str) -> str | None:
     if len(match.group("name")) > NAME_LIMIT:
         return f"the repository name is longer than {NAME_LIMIT} characters"
     return None
+
+
+DEFAULT_REGISTRY = "docker.io"
+"""Where a reference without a registry host is pulled from (distribution/reference
+``normalize.go``, ``splitDockerDomain``), as the kubelet's runtimes resolve it."""
+
+
+def registry_host(reference: str) -> str:
+    """The registry a reference is pulled from: its first component when that is a host
+    (holds ``.`` or ``:``, or is ``localhost``), else Docker Hub (``splitDockerDomain``)."""
+    first, _, rest = reference.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost"):
+        return first
+    return DEFAULT_REGISTRY

@@ -118,6 +118,8 @@ class RunOptions:
     """The container runtime's engine: podman or docker; None: whichever answers."""
     command: tuple[str, ...] = ()
     """The command line that asked for the run, kept in run.json and summary.json."""
+    pull_secrets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The image pull Secrets beside the job in its file, by name (container runs' pulls)."""
 
 
 def clean_up_after_killed_runs(report: Callable[[str], None]) -> bool:

@@ -5,14 +5,18 @@
   is built first, with the project's saved build settings.
 - The kubectl image (``registry.k8s.io/kubectl``) runs as the local kubectl stand-in image:
   there is no API server here for the real kubectl to talk to.
-- Any other image (``myorg/train:3``) must exist in the engine's local storage: runs never
-  pull, as no registry may be reachable, and a job must not depend on what a pull would bring.
+- Any other image (``myorg/train:3``, ``registry.example:5000/team/train@sha256:...``) is
+  pulled as the kubelet would pull it, per ``imagePullPolicy`` with the pods'
+  ``imagePullSecrets`` (:mod:`.pull`).
 
-``--map-image REF=OTHER`` runs OTHER wherever the job names REF. Pods that cannot be scheduled
-here (GPU pods) never start, so their images are not needed.
+``--map-image REF=OTHER`` runs OTHER, a local image never pulled, wherever the job names REF.
+Pods that cannot be scheduled here (GPU pods) never start, so their images are not needed.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 from trainjobs.core.errors import UserError
 from trainjobs.core.graph import DEFAULT_KUBECTL_IMAGE
@@ -23,12 +27,18 @@ from trainjobs.images.catalogue import IMAGES
 from trainjobs.images.local_images import prepare
 from trainjobs.images.references import reference_problem
 from trainjobs.local.cluster import ClusterPlan
+from trainjobs.local.container.pull import ensure_present, wanted_images
 
 
 def local_images(
-    plan: ClusterPlan, engine: Engine, aliases: dict[str, str], say: Say
+    plan: ClusterPlan,
+    engine: Engine,
+    aliases: dict[str, str],
+    say: Say,
+    pull_secrets: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, str]:
-    """The job's image references -> the local images the engine runs for them."""
+    """The job's image references -> the local images the engine runs for them
+    (``pull_secrets``: the image pull Secrets beside the job, by name)."""
     check_references(plan, aliases)
     wanted = {
         container["image"]
@@ -46,6 +56,7 @@ def local_images(
         (targets | {name for name in named if name is not None}) - {DEFAULT_KUBECTL_IMAGE}
     )
     resolved: dict[str, str] = {}
+    pulls = wanted_images(plan, wanted - set(aliases))
     prepared = False
     for reference in sorted(wanted):
         target = aliases.get(reference, reference)
@@ -59,6 +70,9 @@ def local_images(
                 continue
             assert declared is not None
             ensure(engine, declared, settings, say)
+            resolved[reference] = target
+        elif reference in pulls:
+            ensure_present(engine, pulls[reference], pull_secrets or {}, plan.namespace, say)
             resolved[reference] = target
         elif engine.image_exists(target):
             resolved[reference] = target

@@ -132,5 +132,5 @@ def container_run(job: JobDefinition, plan: ClusterPlan, options: RunOptions) ->
     # removed while the images are checked (waited for before the run creates anything).
     with ThreadPoolExecutor(max_workers=1) as pool:
         stale = pool.submit(remove_stale, engine)
-        images = local_images(plan, engine, options.image_aliases, say)
+        images = local_images(plan, engine, options.image_aliases, say, options.pull_secrets)
     return Run(job, plan, options, ContainerRuntime(engine, images, stale))
