@@ -102,7 +102,12 @@ def _config(where: Path, port: int, auth: bool) -> str:
         f"    key: {where / 'server.key'}",
     ]
     if auth:
-        lines += ["auth:", "  htpasswd:", "    realm: trainjobs-test", f"    path: {where / 'htpasswd'}"]
+        lines += [
+            "auth:",
+            "  htpasswd:",
+            "    realm: trainjobs-test",
+            f"    path: {where / 'htpasswd'}",
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -285,17 +285,28 @@ def test_an_undeclared_image_that_exists_locally_runs_its_own_entrypoint(
     assert left_by(run) == []
 
 
-def test_an_image_neither_local_nor_built_by_trainjobs_is_refused(tmp_path: Path):
+def test_an_image_neither_local_nor_built_by_trainjobs_is_pulled_and_its_failure_reported(
+    tmp_path: Path,
+):
+    """No registry is reachable here: the kubelet's reasons, the resolver's own words."""
     job = single_pod("absent", "example.org/team/absent:1", ["true"])
     run = Run(write_job(tmp_path / "job.yaml", job), tmp_path / "run", *CONTAINER)
 
-    assert run.exit_code == 2
-    assert run.stderr == (
-        f"error: image 'example.org/team/absent:1' is not in {ENGINE.name if ENGINE else ''}'s "
-        "local storage and trainjobs does not build it: build or pull it first "
-        f"(`{ENGINE.name if ENGINE else ''} pull example.org/team/absent:1`), or run it as "
-        "another local image with --map-image REF=LOCAL\n"
+    assert run.exit_code == 1
+    assert run.lines[0] == (
+        "[trainjobs] pod absent-master-0 container pytorch: Pulling image "
+        "'example.org/team/absent:1'"
     )
+    assert run.stderr.startswith(
+        "error: pod absent-master-0 container pytorch: ErrImagePull: Failed to pull image "
+        "'example.org/team/absent:1': initializing source docker://example.org/team/absent:1: "
+        "pinging container registry example.org: "
+    )
+    assert run.stderr.endswith(
+        "; then ImagePullBackOff: Back-off pulling image 'example.org/team/absent:1' (a local "
+        "run does not retry)\n"
+    )
+    assert len(run.stderr.splitlines()) == 1
     assert not (tmp_path / "run").exists()
 
 
