@@ -158,12 +158,8 @@ def _run(args: argparse.Namespace) -> int:
     from trainjobs.cli.overrides import apply_overrides
     from trainjobs.core.documents import load_file
     from trainjobs.core.graph import GraphOptions
-    from trainjobs.images.pinning import pin_images, pins_from_file
     from trainjobs.images.registry_auth import pull_secrets
     from trainjobs.kinds.registry import parse_job
-    from trainjobs.local.output import TerminalFilter
-    from trainjobs.local.runtime import RunOptions
-    from trainjobs.local.start import run_job
 
     aliases = {}
     for item in args.map_image:
@@ -180,11 +176,26 @@ def _run(args: argparse.Namespace) -> int:
     job = parse_job(document, str(args.file), args.namespace, options)
     report_warnings(args.file, job)
     if args.image_pins is not None or args.require_digests:
+        # Imported here: the pins' checks load the scheduling rules (0.7 s), which runs without
+        # pins never need.
+        from trainjobs.images.pinning import pin_images, pins_from_file
+
         pins = pins_from_file(args.image_pins) if args.image_pins is not None else {}
         graph = pin_images(job.graph, pins, require_digests=args.require_digests)
         job = replace(job, graph=graph)
     if args.engine and args.runtime != "container":
         raise UserError("--engine: only with --runtime container")
+    if args.runtime == "process":
+        # Before the runtime is loaded (a second of imports): a command naming what a process
+        # run cannot provide is refused at once.
+        from trainjobs.local.cluster import plan_cluster
+        from trainjobs.local.image_packages import check_images
+
+        check_images(plan_cluster(job.graph, job.success_jobs, job.success_any), aliases)
+    from trainjobs.local.output import TerminalFilter
+    from trainjobs.local.runtime import RunOptions
+    from trainjobs.local.start import run_job
+
     result = run_job(
         job,
         RunOptions(

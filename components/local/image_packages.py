@@ -19,17 +19,21 @@ from trainjobs.core.extras import source_checkout
 from trainjobs.images import catalogue
 from trainjobs.images.declarations import Image
 from trainjobs.local.cluster import ClusterPlan, PodPlan
+from trainjobs.local.image_paths import check_image_paths
 
 
 def check_images(plan: ClusterPlan, aliases: dict[str, str]) -> None:
-    """Every image must be declared and its Python packages installed where pods run.
+    """Every image must be declared, provide the paths its commands name
+    (:mod:`trainjobs.local.image_paths`), and have its Python packages installed where pods
+    run.
 
     Only the pinned names are looked up, each once (reading every installed distribution's
     metadata cost more than building the graph)."""
     versions: dict[tuple[str | None, str], str | None] = {}
     for pod in plan.pods:
-        for container in _all_containers(pod):
+        for group, index, container in _all_containers(pod):
             image = catalogue.resolve(container["image"], aliases)
+            check_image_paths(pod, group, index, container, image)
             for requirement in image.python_packages:
                 name, pinned = requirement.split("==")  # declarations pin 'name==version'
                 key = (image.local_environment, canonicalize_name(name))
@@ -78,5 +82,9 @@ def _installed_version(image: Image, name: str) -> str | None:
     return next((d.version for d in found), None)
 
 
-def _all_containers(pod: PodPlan) -> list[dict[str, Any]]:
-    return [*(pod.spec.get("initContainers") or []), *pod.spec["containers"]]
+def _all_containers(pod: PodPlan) -> list[tuple[str, int, dict[str, Any]]]:
+    return [
+        (group, index, container)
+        for group in ("initContainers", "containers")
+        for index, container in enumerate(pod.spec.get(group) or [])
+    ]
