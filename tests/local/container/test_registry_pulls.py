@@ -10,10 +10,8 @@ layers stay shared with the local images it came from.
 from __future__ import annotations
 
 import json
-import resource
 import subprocess
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -337,39 +335,3 @@ def test_a_registry_whose_ca_is_not_trusted_is_named_with_where_its_ca_goes(
         f"{reference!r} (a local run does not retry): trust the registry's CA by putting it at "
         f"{trusted}\n"
     )
-
-
-# -- the process runtime ------------------------------------------------------------------------
-
-
-def test_a_process_run_refuses_the_in_image_script_at_once(tmp_path: Path):
-    """Mapped to a declared image that lacks the script: refused before any pod, in one line.
-
-    Under 2 s of the command's own CPU time (wall time on a loaded machine is the machine's:
-    `trainjobs validate` of the same file takes as long); nothing is retried, so no restart
-    back-off (10 s at least) passes."""
-    image = "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727"
-    job = kubeflow_simple(image, secret=None)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.monotonic()
-    run = Run(
-        write(tmp_path / "job.yaml", job),
-        tmp_path / "run",
-        "--map-image",
-        f"{image}=trainjobs/pytorch:2.13.0-cpu",
-    )
-    elapsed = time.monotonic() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-
-    assert run.exit_code == 2
-    assert run.stderr == (
-        "error: Job/pytorch-simple-master-0 pod template spec.containers[0].command[1]: "
-        "'/opt/pytorch-mnist/mnist.py' is a file inside the image that a process run cannot "
-        "provide (image trainjobs/pytorch:2.13.0-cpu declares only /train_pytorch.py, and no "
-        "volume or file of this machine is there): run the job with --runtime container, "
-        "which runs the image itself\n"
-    )
-    assert run.lines == []
-    assert (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime) < 2
-    assert elapsed < 10
-    assert not (tmp_path / "run").exists()

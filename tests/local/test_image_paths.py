@@ -1,0 +1,128 @@
+"""A process run refuses a command naming a path inside the image that it cannot provide."""
+
+from __future__ import annotations
+
+import resource
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.local.runs import Run
+from trainjobs.local.image_paths import script_index
+
+KUBEFLOW_IMAGE = "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727"
+
+
+def kubeflow_simple(command: list[str], **container: Any) -> dict[str, Any]:
+    """Kubeflow training-operator's examples/pytorch/simple.yaml (its Master and Worker)."""
+    replica = {
+        "restartPolicy": "OnFailure",
+        "template": {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "pytorch",
+                        "image": KUBEFLOW_IMAGE,
+                        "imagePullPolicy": "Always",
+                        "command": command,
+                        **container,
+                    }
+                ]
+            }
+        },
+    }
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "pytorch-simple", "namespace": "kubeflow"},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, **replica},
+                "Worker": {"replicas": 1, **replica},
+            }
+        },
+    }
+
+
+MNIST = ["python3", "/opt/pytorch-mnist/mnist.py", "--epochs=1"]
+AS_PYTORCH = ("--map-image", f"{KUBEFLOW_IMAGE}=trainjobs/pytorch:2.13.0-cpu")
+
+
+def write(path: Path, document: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("argv", "index"),
+    [
+        (["python3", "/opt/x.py", "--epochs=1"], 1),
+        (["python3.11", "-u", "/opt/x.py"], 2),
+        (["/usr/bin/python", "-m", "torch.distributed.run", "/opt/x.py"], None),
+        (["sh", "-c", "/opt/x.sh"], None),
+        (["bash", "/opt/x.sh"], 1),
+        (["torchrun", "/opt/x.py"], None),
+        (["python3"], None),
+    ],
+)
+def test_the_script_an_interpreter_runs_is_found(argv: list[str], index: int | None):
+    assert script_index(argv) == index
+
+
+def test_a_process_run_refuses_the_in_image_script_at_once(tmp_path: Path):
+    """Mapped to a declared image that lacks the script: refused before any pod, in one line.
+
+    Under 2 s of the command's own CPU time (wall time on a loaded machine is the machine's:
+    `trainjobs validate` of the same file takes as long); nothing is retried, so no restart
+    back-off (10 s at least) passes."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    run = Run(write(tmp_path / "job.yaml", kubeflow_simple(MNIST)), tmp_path / "run", *AS_PYTORCH)
+    elapsed = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+
+    assert run.exit_code == 2
+    assert run.stderr == (
+        "error: Job/pytorch-simple-master-0 pod template spec.containers[0].command[1]: "
+        "'/opt/pytorch-mnist/mnist.py' is a file inside the image that a process run cannot "
+        "provide (image trainjobs/pytorch:2.13.0-cpu declares only /train_pytorch.py, and no "
+        "volume or file of this machine is there): run the job with --runtime container, "
+        "which runs the image itself\n"
+    )
+    assert run.lines == []
+    assert (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime) < 2
+    assert elapsed < 10
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_program_named_by_an_absent_in_image_path_is_refused(tmp_path: Path):
+    job = kubeflow_simple(["/opt/venv/bin/train", "--epochs=1"])
+    run = Run(write(tmp_path / "job.yaml", job), tmp_path / "run", *AS_PYTORCH)
+
+    assert run.exit_code == 2
+    assert run.stderr.startswith(
+        "error: Job/pytorch-simple-master-0 pod template spec.containers[0].command[0]: "
+        "'/opt/venv/bin/train' is a file inside the image that a process run cannot provide"
+    )
+
+
+def test_a_script_on_a_volume_is_left_to_the_volume(tmp_path: Path):
+    """The script is on an emptyDir the job fills: not refused up front (it fails at run
+    time, as on a cluster)."""
+    job = kubeflow_simple(
+        ["python3", "/scripts/train.py"],
+        volumeMounts=[{"name": "scripts", "mountPath": "/scripts"}],
+    )
+    for replica in job["spec"]["pytorchReplicaSpecs"].values():
+        replica["template"]["spec"]["volumes"] = [{"name": "scripts", "emptyDir": {}}]
+        replica["restartPolicy"] = "Never"
+    job["spec"]["runPolicy"] = {"backoffLimit": 0}
+    run = Run(write(tmp_path / "job.yaml", job), tmp_path / "run", *AS_PYTORCH)
+
+    assert run.exit_code == 1
+    assert run.pod_log("pytorch-simple-master-0")[-1].endswith(
+        "/volumes/scripts/train.py': [Errno 2] No such file or directory"
+    )
