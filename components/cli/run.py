@@ -188,9 +188,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.runtime == "process":
         # Before the runtime is loaded (a second of imports): a command naming what a process
         # run cannot provide is refused at once.
+        from trainjobs.images.user_images import declare_user_images
         from trainjobs.local.cluster import plan_cluster
         from trainjobs.local.image_packages import check_images
 
+        declare_user_images(Path(args.file))
         check_images(plan_cluster(job.graph, job.success_jobs, job.success_any), aliases)
     from trainjobs.local.output import TerminalFilter
     from trainjobs.local.runtime import RunOptions

@@ -236,25 +236,29 @@ IMAGES: dict[str, Image] = {
 }
 
 
+USER_IMAGES: dict[str, Image] = {}
+"""The images the user declared beside the job being run (:mod:`.user_images` fills it)."""
+
+
 def resolve(reference: str, aliases: dict[str, str] | None = None) -> Image:
     """The declaration for ``reference`` (after ``aliases``: reference -> declared reference).
 
-    An undeclared image is a user error whose message says both ways out, because a local
+    An undeclared image is a user error whose message says every way out, because a process
     run cannot know what an arbitrary image carries.
     """
     declared = (aliases or {}).get(reference, reference)
-    image = IMAGES.get(declared)
+    image = IMAGES.get(declared) or USER_IMAGES.get(declared)
     if image is not None:
         return image
-    known = ", ".join(sorted(IMAGES))
+    known = ", ".join(sorted([*IMAGES, *USER_IMAGES]))
     if declared != reference:
         raise UserError(f"--map-image {reference}={declared}: {declared!r} is not declared")
     raise UserError(
-        f"image {reference!r} is not declared for local runs, so its files cannot be mapped. "
-        "Declare it in components/images/catalogue.py (an Image in IMAGES: its files as "
-        "in-image path -> repository file, and its pinned Python packages), or run it as a "
-        f"declared image "
-        f"with --map-image {reference}=DECLARED (declared: {known})"
+        f"image {reference!r} is not declared for process runs, which cannot look inside it: "
+        "run the job with --runtime container (the image itself), declare the image in "
+        "trainjobs-images.yaml beside the job (its in-image files and pinned Python packages), "
+        f"or run it as a declared image with --map-image {reference}=DECLARED (declared: "
+        f"{known})"
     )
 
 

@@ -6,7 +6,15 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from trainjobs.images.build_context import REPO_ROOT
 from trainjobs.images.distributions import DEBIAN_RELEASES, UBUNTU_RELEASES
@@ -51,9 +59,19 @@ class ImageFile(Declaration):
             raise ValueError(f"must be relative to the repository root (got {value!r})")
         return value
 
+    _root: Path = PrivateAttr(default=REPO_ROOT)
+    """Where ``source`` is relative to: this repository, or a user's declarations file's
+    directory (:mod:`trainjobs.images.user_images`, which sets it)."""
+
+    @model_validator(mode="after")
+    def _declared_where(self, info: ValidationInfo) -> ImageFile:
+        if isinstance(info.context, dict) and isinstance(info.context.get("root"), Path):
+            self._root = info.context["root"]
+        return self
+
     @property
     def local_path(self) -> Path:
-        return REPO_ROOT / self.source
+        return self._root / self.source
 
 
 def check_pins(value: tuple[str, ...]) -> tuple[str, ...]:

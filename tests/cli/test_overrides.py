@@ -194,5 +194,5 @@ def test_an_image_for_an_mpijob_on_the_command_line_is_not_ignored(capsys, tmp_p
     job = "jobs/mpijob-chainermn.yaml"
     assert main(["run", job, "--set", "image=my/unknown:1", "--run-dir", str(run_dir)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: image 'my/unknown:1' is not declared for local runs")
+    assert err.startswith("error: image 'my/unknown:1' is not declared for process runs")
     assert not run_dir.exists()

@@ -126,3 +126,65 @@ def test_a_script_on_a_volume_is_left_to_the_volume(tmp_path: Path):
     assert run.pod_log("pytorch-simple-master-0")[-1].endswith(
         "/volumes/scripts/train.py': [Errno 2] No such file or directory"
     )
+
+
+# -- images the user declares beside the job ---------------------------------------------------
+
+KUBEFLOW_SHAPED = """\
+import argparse, os
+parser = argparse.ArgumentParser()
+parser.add_argument("--epochs", type=int)
+print(f"rank {os.environ['RANK']} of {os.environ['WORLD_SIZE']}: {parser.parse_args().epochs} epoch(s)")
+"""
+
+
+def declare(directory: Path, text: str) -> None:
+    (directory / "trainjobs-images.yaml").write_text(text, encoding="utf-8")
+
+
+def test_an_image_declared_beside_the_job_runs_its_in_image_script(tmp_path: Path):
+    (tmp_path / "mnist.py").write_text(KUBEFLOW_SHAPED, encoding="utf-8")
+    declare(
+        tmp_path,
+        f"""\
+images:
+  - reference: {KUBEFLOW_IMAGE}
+    summary: Kubeflow's PyTorch MNIST example, its script from this directory
+    files:
+      - {{path: /opt/pytorch-mnist/mnist.py, source: mnist.py}}
+""",
+    )
+    run = Run(write(tmp_path / "job.yaml", kubeflow_simple(MNIST)), tmp_path / "run")
+
+    assert run.exit_code == 0, run.stderr
+    assert run.pod_log("pytorch-simple-master-0") == ["rank 0 of 2: 1 epoch(s)"]
+    assert run.pod_log("pytorch-simple-worker-0") == ["rank 1 of 2: 1 epoch(s)"]
+
+
+def test_a_bad_declaration_beside_the_job_is_refused_naming_each_field(tmp_path: Path):
+    declare(
+        tmp_path,
+        f"""\
+images:
+  - reference: {KUBEFLOW_IMAGE}
+    summary: a script that is not there, a loose pin, a build
+    files: [{{path: /opt/pytorch-mnist/mnist.py, source: missing.py}}]
+  - reference: example.org/loose:1
+    summary: loose
+    python_packages: ["torch>=2"]
+  - reference: trainjobs/pytorch:2.13.0-cpu
+    summary: trainjobs' own
+""",
+    )
+    run = Run(write(tmp_path / "job.yaml", kubeflow_simple(MNIST)), tmp_path / "run")
+
+    assert run.exit_code == 2
+    assert run.stderr == (
+        f"error: {tmp_path / 'trainjobs-images.yaml'}: invalid image declarations (3 problem(s))\n"
+        f"  images[0].files[0].source: 'missing.py' is not a file in {tmp_path}\n"
+        "  images[1].python_packages: pin every package exactly as "
+        "'name==version' (got ['torch>=2'])\n"
+        "  images[2].reference: 'trainjobs/pytorch:2.13.0-cpu' is trainjobs' own image; name "
+        "your image otherwise\n"
+    )
+    assert not (tmp_path / "run").exists()

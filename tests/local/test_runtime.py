@@ -300,7 +300,9 @@ def test_interrupting_the_run_stops_every_pod_and_cleans_up(
 # -- images and path mapping --------------------------------------------------------------------
 
 
-def test_an_undeclared_image_is_refused_with_how_to_declare_or_map_it(tmp_path: Path) -> None:
+def test_an_undeclared_image_is_refused_with_the_container_runtime_a_declaration_or_a_map(
+    tmp_path: Path,
+) -> None:
     def unknown_image(document: dict[str, Any]) -> None:
         master_container(document)["image"] = "example.com/mine:1"
 
@@ -308,11 +310,11 @@ def test_an_undeclared_image_is_refused_with_how_to_declare_or_map_it(tmp_path: 
 
     assert run.exit_code == 2
     assert run.stderr == (
-        "error: image 'example.com/mine:1' is not declared for local runs, so its files cannot "
-        "be mapped. Declare it in components/images/catalogue.py (an Image in IMAGES: its files as "
-        "in-image path -> repository file, and its pinned Python packages), or run it as a "
-        "declared image with --map-image example.com/mine:1=DECLARED (declared: "
-        f"{', '.join(sorted(catalogue.IMAGES))})\n"
+        "error: image 'example.com/mine:1' is not declared for process runs, which cannot look "
+        "inside it: run the job with --runtime container (the image itself), declare the image "
+        "in trainjobs-images.yaml beside the job (its in-image files and pinned Python "
+        "packages), or run it as a declared image with --map-image example.com/mine:1=DECLARED "
+        f"(declared: {', '.join(sorted(catalogue.IMAGES))})\n"
     )
     assert not (tmp_path / "run").exists()
 
