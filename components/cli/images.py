@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from trainjobs.engines import ENGINES
+from trainjobs.engines.settings import ENGINE_DIR
 from trainjobs.images.dockerfiles import stale, write
 
 
@@ -86,7 +87,8 @@ def _build(args: argparse.Namespace) -> int:
     built = build_images(engine, images, settings, _say, rebuild=args.rebuild)
     _say(f"done: {len(built)} built, {len(images) - len(built)} up to date")
     if registry is not None:
-        _say(f"digests recorded in {record_pins(push_images(engine, images, registry, _say))}")
+        pins = push_images(engine, images, registry, _say)
+        _say(f"digests recorded in {record_pins(pins, args.pins)}")
     return 0
 
 
@@ -148,6 +150,9 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
     )
 
 
+PINS_FILE = ENGINE_DIR / "image-pins.json"
+"""Where ``images build --push`` records digests by default."""
+
 ENGINE_EXIT_CODES = (
     "exit codes: 0 done, 1 the engine or a build failed, 2 an unknown image, flag or engine"
 )
@@ -203,7 +208,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="REGISTRY",
         help="then push each image as REGISTRY/<image> (HOST[:PORT][/PATH]; credentials from "
         "`podman login`, the registry's CA from out/engine/certs.d/HOST[:PORT]/) and record "
-        "its digest in out/engine/image-pins.json (default: no push)",
+        "its digest (default: no push)",
+    )
+    build.add_argument(
+        "--pins",
+        type=Path,
+        default=PINS_FILE,
+        metavar="FILE",
+        help="with --push: the JSON file of pins the digests are added to, the shape of "
+        "trainjobs:images and `trainjobs run --image-pins` (default: out/engine/image-pins.json)",
     )
     build.set_defaults(handler=_build)
     bootstrap = actions.add_parser(

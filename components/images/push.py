@@ -1,7 +1,7 @@
 """Pushing built images to a registry and recording the digests it stored.
 
 ``trainjobs images build --push REGISTRY`` pushes each image as ``REGISTRY/<reference>`` and
-records ``<reference> -> REGISTRY/<repository>@sha256:...`` in :data:`PINS_FILE`, the shape of
+records ``<reference> -> REGISTRY/<repository>@sha256:...`` in a pins file, the shape of
 the stack's ``trainjobs:images`` (:mod:`trainjobs.images.pinning`): ``trainjobs run
 --image-pins`` and stacks then run exactly what was pushed, whatever a tag points at later.
 """
@@ -13,13 +13,10 @@ from pathlib import Path
 
 from trainjobs.core.errors import UserError
 from trainjobs.engines.engine import Engine, RegistryAccess
-from trainjobs.engines.settings import ENGINE_DIR, registry_cert_dir
+from trainjobs.engines.settings import registry_cert_dir
 from trainjobs.images.builder import Say
 from trainjobs.images.declarations import Image
 from trainjobs.images.references import reference_problem, registry_host
-
-PINS_FILE = ENGINE_DIR / "image-pins.json"
-"""The digests of the images pushed from here: reference as jobs name it -> repo@digest."""
 
 
 def check_registry(registry: str) -> str:
@@ -50,7 +47,7 @@ def push_images(engine: Engine, images: list[Image], registry: str, say: Say) ->
     return pins
 
 
-def record_pins(pins: dict[str, str], path: Path = PINS_FILE) -> Path:
+def record_pins(pins: dict[str, str], path: Path) -> Path:
     """Add ``pins`` to the recorded ones (a newer push of a reference replaces its pin)."""
     recorded = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     recorded.update(pins)

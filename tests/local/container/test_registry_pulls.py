@@ -10,8 +10,11 @@ layers stay shared with the local images it came from.
 from __future__ import annotations
 
 import json
+import ssl
 import subprocess
+import sys
 import textwrap
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.conftest import REPO
 from tests.local.container.test_runtime import CONTAINER, ENGINE, left_by, single_pod
 from tests.local.runs import Run
 from tests.registry import MISSING_TOOLS, SKIP_REASON, Registry, running_registry
@@ -334,4 +338,67 @@ def test_a_registry_whose_ca_is_not_trusted_is_named_with_where_its_ca_goes(
         "signed by unknown authority; then ImagePullBackOff: Back-off pulling image "
         f"{reference!r} (a local run does not retry): trust the registry's CA by putting it at "
         f"{trusted}\n"
+    )
+
+
+# -- push by digest ---------------------------------------------------------------------------
+
+
+def registry_digest(registry: Registry, repository: str, tag: str) -> str:
+    """The digest the registry itself reports for a tag (Docker-Content-Digest)."""
+    request = urllib.request.Request(
+        f"https://{registry.host}/v2/{repository}/manifests/{tag}",
+        method="HEAD",
+        headers={"Accept": "application/vnd.oci.image.manifest.v1+json, "
+                 "application/vnd.docker.distribution.manifest.v2+json"},
+    )  # fmt: skip
+    context = ssl.create_default_context(cafile=str(registry.ca))
+    with urllib.request.urlopen(request, context=context) as answer:
+        return str(answer.headers["Docker-Content-Digest"])
+
+
+def test_images_build_push_records_digests_that_a_run_then_pulls(
+    tmp_path: Path, open_registry: Registry
+):
+    """The smallest image trainjobs builds (current here: kept, not rebuilt), pushed; the run
+    pinned by the recorded digest pulls exactly that."""
+    pins = tmp_path / "pins.json"
+    pushed = subprocess.run(
+        [sys.executable, "-m", "trainjobs.cli", "images", "build", "trainjobs/chainer:7.8.1",
+         "--push", open_registry.host, "--pins", str(pins)],
+        cwd=REPO, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+
+    assert pushed.returncode == 0, pushed.stdout + pushed.stderr
+    digest = registry_digest(open_registry, "trainjobs/chainer", "7.8.1")
+    pinned = f"{open_registry.host}/trainjobs/chainer@{digest}"
+    assert json.loads(pins.read_text()) == {"trainjobs/chainer:7.8.1": pinned}
+    assert pushed.stdout.splitlines()[-1] == f"[images] digests recorded in {pins}"
+
+    job = single_pod("pinned", "trainjobs/chainer:7.8.1", ["python3", "-c", "print('pinned')"])
+    run = Run(
+        write(tmp_path / "job.yaml", job),
+        tmp_path / "run",
+        *CONTAINER,
+        "--image-pins",
+        str(pins),
+        "--require-digests",
+    )
+    try:
+        assert run.exit_code == 0, run.stderr
+        assert f"Successfully pulled image {pinned!r}" in "\n".join(run.lines)
+        assert run.pod_log("pinned-master-0") == ["pinned"]
+    finally:
+        untag(pinned)
+
+
+def test_require_digests_refuses_an_image_left_on_a_tag(tmp_path: Path):
+    job = single_pod("tagged", "trainjobs/chainer:7.8.1", ["true"])
+    run = Run(write(tmp_path / "job.yaml", job), tmp_path / "run", *CONTAINER, "--require-digests")
+
+    assert run.exit_code == 2
+    assert run.stderr == (
+        "error: PyTorchJob tagged: 1 image(s) not pinned by digest\n"
+        "  Job/tagged-master-0: spec.template.spec.containers[0].image: trainjobs/chainer:7.8.1 "
+        "is not pinned by digest; add it to trainjobs:images\n"
     )
