@@ -30,6 +30,9 @@ APT_PACKAGES := openmpi-bin libopenmpi-dev iproute2 openssh-server openssh-clien
 # runc (crun fails on cgroups in hybrid mode on these machines), netavark and iptables for pod
 # networks, catatonit for pods' infra containers, debootstrap for a Debian base made locally.
 ENGINE_PACKAGES := podman runc netavark iptables catatonit debootstrap
+# The registry tests' own registry: Debian's docker-registry (the CNCF distribution registry),
+# which they serve on 127.0.0.1 with their own config, and htpasswd for its basic auth (bcrypt).
+REGISTRY_PACKAGES := docker-registry apache2-utils
 # How this machine builds images (trainjobs images configure): its own Debian mirror, pip
 # configuration and CA bundle, and no registry (a bootstrapped base, the kubectl stand-in).
 # `make engine ENGINE_SETTINGS=` builds from the public sources instead.
@@ -38,7 +41,7 @@ ENGINE_SETTINGS ?= --host-config --no-registry
 HAVE_ENGINE = [ "$$(id -u)" = 0 ] && { command -v podman >/dev/null || docker version >/dev/null 2>&1; }
 
 .PHONY: setup setup-aws setup-images setup-pytorch setup-tf setup-test setup-infra setup-all \
-	setup-docs system-deps engine-deps engine container-images test lint run run-pytorch run-tf \
+	setup-docs system-deps engine-deps registry-deps engine container-images test lint run run-pytorch run-tf \
 	preview docs dist \
 	crds images bench clean
 
@@ -70,6 +73,17 @@ engine-deps:
 	@if [ "$$(id -u)" = 0 ] && ! (command -v podman && command -v runc && test -x /usr/lib/podman/netavark && command -v iptables && command -v catatonit && command -v debootstrap) >/dev/null 2>&1; then \
 		echo "[setup] container engine: installing $(ENGINE_PACKAGES)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(ENGINE_PACKAGES) >/dev/null; \
+	fi
+
+# Installed only when root and missing; without them the registry tests skip. The package's
+# own service is stopped and disabled where systemd started it: the tests run theirs.
+registry-deps:
+	@if [ "$$(id -u)" = 0 ] && ! (command -v docker-registry && command -v htpasswd) >/dev/null 2>&1; then \
+		echo "[setup] test registry: installing $(REGISTRY_PACKAGES)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(REGISTRY_PACKAGES) >/dev/null; \
+		if command -v systemctl >/dev/null && systemctl is-enabled --quiet docker-registry 2>/dev/null; then \
+			systemctl disable --now --quiet docker-registry; \
+		fi; \
 	fi
 
 # This project's engine settings and build settings (out/engine/, never /etc/containers),
@@ -138,7 +152,7 @@ $(TEST_STAMP): requirements-test.txt $(AWS_STAMP) | $(STAMP)
 # Every test, on every core: pytest-xdist spreads the pure tests over the cores, while the tests
 # that start pods, network namespaces, containers or MPI ranks form one group (tests/conftest.py)
 # that a single worker runs one after another. One pytest run, one summary line.
-test: setup-all container-images docs dist
+test: setup-all container-images registry-deps docs dist
 	$(BIN)/ruff check .
 	$(BIN)/python -m mypy  # the package and examples/sweep ([tool.mypy] files)
 	$(BIN)/pytest -q -n auto --dist loadgroup
