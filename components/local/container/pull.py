@@ -1,5 +1,7 @@
-"""Pulls as the kubelet makes them: each container's ``imagePullPolicy``, the pod's
-``imagePullSecrets``, and failures reported with the kubelet's reasons.
+"""Image pulls as the kubelet makes them, with its reasons when they fail.
+
+Each container's ``imagePullPolicy`` decides, and the pod's ``imagePullSecrets`` give the
+credentials.
 
 The kubelet (kubernetes ``pkg/kubelet/images/image_manager.go``, ``EnsureImageExists`` and
 ``shouldPullImage``) pulls an image when its policy is ``Always``, or ``IfNotPresent`` and the
