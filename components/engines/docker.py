@@ -19,9 +19,11 @@ from trainjobs.engines.engine import (
     BuildRequest,
     ContainerRequest,
     Engine,
+    EngineError,
     Labelled,
     Output,
     PodRequest,
+    RegistryAccess,
     container_flags,
     image_and_command,
     label_flags,
@@ -54,6 +56,34 @@ class Docker(Engine):
         ]
         args += label_flags(request.labels)
         self.stream([*args, str(request.context)], output)
+
+    def pull(self, reference: str, access: RegistryAccess, output: Output) -> None:
+        self.forget_images()
+        self.stream([*self._config_flags(access), "pull", "--", reference], output)
+
+    def push(self, source: str, destination: str, access: RegistryAccess, output: Output) -> str:
+        """``docker push`` pushes a tag (made first) and prints the digest in its last line
+        (``<tag>: digest: sha256:... size: N``, docker/cli ``cli/command/image/push.go``)."""
+        self.call("tag", source, destination)
+        lines: list[str] = []
+
+        def keep(line: str) -> None:
+            lines.append(line)
+            output(line)
+
+        self.stream([*self._config_flags(access), "push", "--", destination], keep)
+        found = [line.split(" digest: ", 1)[1].split()[0] for line in lines if " digest: " in line]
+        if not found:
+            raise EngineError(f"`docker push {destination}` printed no digest")
+        return found[-1]
+
+    def _config_flags(self, access: RegistryAccess) -> list[str]:
+        """The client's credentials come from a config directory (``--config``, before the
+        command), holding the auth file as ``config.json``; the daemon trusts registries' CAs
+        from its own ``/etc/docker/certs.d`` only, so ``cert_dir`` cannot be passed on."""
+        if access.auth_file is None:
+            return []
+        return [f"--config={access.auth_file.parent}"]
 
     def create_pod(self, request: PodRequest) -> int:
         self.call(

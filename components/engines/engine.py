@@ -110,8 +110,9 @@ class RegistryAccess:
     """How a pull or push reaches a registry beyond the engine's defaults."""
 
     auth_file: Path | None = None
-    """A docker config (``{"auths": {...}}``) with the credentials to use; None: the engine's
-    own (what `podman login` stored, or ``~/.docker/config.json``)."""
+    """A docker config (``{"auths": {...}}``) named ``config.json``, in a directory of its
+    own, with the credentials to use; None: the engine's own (what `podman login` stored, or
+    ``~/.docker/config.json``)."""
     cert_dir: Path | None = None
     """The directory of the registry's CA certificates (``*.crt``); None: the system's."""
 

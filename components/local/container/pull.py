@@ -121,7 +121,8 @@ def ensure_present(
     with tempfile.TemporaryDirectory(prefix="trainjobs-pull-") as scratch:
         auth_file = None
         if found:
-            auth_file = Path(scratch) / "auth.json"
+            # A docker config: podman's --authfile reads it, docker's --config finds it by name.
+            auth_file = Path(scratch) / "config.json"
             write_private(auth_file, auth_file_text(found))
         access = RegistryAccess(auth_file, registry_cert_dir(registry))
         try:
