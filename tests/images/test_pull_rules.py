@@ -4,6 +4,7 @@ pulled from, what a pull Secret holds, and which registries --push accepts."""
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from pathlib import Path
 
@@ -11,10 +12,13 @@ import pytest
 
 from trainjobs.core.documents import load_file
 from trainjobs.core.errors import UserError
+from trainjobs.core.graph import GraphOptions
 from trainjobs.images.push import check_registry
 from trainjobs.images.references import registry_host
 from trainjobs.images.registry_auth import auth_file_text, pull_secrets
-from trainjobs.local.container.pull import default_pull_policy
+from trainjobs.kinds.registry import parse_job
+from trainjobs.local.cluster import plan_cluster
+from trainjobs.local.container.pull import default_pull_policy, wanted_images
 
 AUTH = {"registry.example:5000": {"auth": base64.b64encode(b"u:p").decode()}}
 
@@ -117,3 +121,39 @@ def test_push_refuses_what_is_not_a_registry(registry: str):
         f"--push {registry!r}: name a registry as HOST[:PORT][/PATH] (a host holds a dot or a "
         "port, or is localhost), e.g. registry.example:5000/team"
     )
+
+
+def test_an_image_is_wanted_once_with_every_policy_and_named_secret_of_its_pods():
+    template = {
+        "spec": {
+            "imagePullSecrets": [{"name": ""}, {"name": "regcred"}, {"name": "regcred"}],
+            "containers": [{"name": "pytorch", "image": "r.example/team/train:1"}],
+        }
+    }
+    always = copy.deepcopy(template)
+    always["spec"]["containers"][0]["imagePullPolicy"] = "Always"
+    document = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "pulls"},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "template": template},
+                "Worker": {"replicas": 2, "template": always},
+            }
+        },
+    }
+    job = parse_job(document, "job.yaml", "default", GraphOptions())
+    plan = plan_cluster(job.graph, job.success_jobs, job.success_any)
+
+    wanted = wanted_images(plan, {"r.example/team/train:1"})
+
+    assert list(wanted) == ["r.example/team/train:1"]
+    entry = wanted["r.example/team/train:1"]
+    assert entry.policies == {"IfNotPresent", "Always"}
+    assert entry.containers == [
+        "pod pulls-master-0 container pytorch",
+        "pod pulls-worker-0 container pytorch",
+        "pod pulls-worker-1 container pytorch",
+    ]
+    assert entry.secrets == ["regcred"]

@@ -64,10 +64,12 @@ def wanted_images(plan: ClusterPlan, references: set[str]) -> dict[str, Wanted]:
     for pod in plan.pods:
         if pod.gpu_request():
             continue  # never scheduled here: its images are not needed
+        # getPullSecretsForPod (kubelet_pods.go) skips entries without a name, which the API
+        # server lets through.
         names = [
-            item.get("name")
+            item["name"]
             for item in pod.spec.get("imagePullSecrets") or []
-            if isinstance(item, dict)
+            if isinstance(item, dict) and isinstance(item.get("name"), str) and item["name"]
         ]
         for group in ("initContainers", "containers"):
             for container in pod.spec.get(group) or []:
@@ -78,7 +80,9 @@ def wanted_images(plan: ClusterPlan, references: set[str]) -> dict[str, Wanted]:
                 policy = container.get("imagePullPolicy") or default_pull_policy(reference)
                 entry.policies.add(policy)
                 entry.containers.append(f"pod {pod.name} container {container['name']}")
-                entry.secrets += [n for n in names if isinstance(n, str) and n not in entry.secrets]
+                entry.secrets += [
+                    name for name in dict.fromkeys(names) if name not in entry.secrets
+                ]
     return wanted
 
 
