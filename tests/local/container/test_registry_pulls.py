@@ -361,7 +361,7 @@ def test_images_build_push_records_digests_that_a_run_then_pulls(
     tmp_path: Path, open_registry: Registry
 ):
     """The smallest image trainjobs builds (current here: kept, not rebuilt), pushed; the run
-    pinned by the recorded digest pulls exactly that."""
+    pinned by the recorded digest pulls exactly that digest."""
     pins = tmp_path / "pins.json"
     pushed = subprocess.run(
         [sys.executable, "-m", "trainjobs.cli", "images", "build", "trainjobs/chainer:7.8.1",
@@ -376,6 +376,11 @@ def test_images_build_push_records_digests_that_a_run_then_pulls(
     assert pushed.stdout.splitlines()[-1] == f"[images] digests recorded in {pins}"
 
     job = single_pod("pinned", "trainjobs/chainer:7.8.1", ["python3", "-c", "print('pinned')"])
+    # Always: after a push the engine knows the local image by the pushed digest too, so
+    # IfNotPresent would (rightly) find it present.
+    job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0][
+        "imagePullPolicy"
+    ] = "Always"
     run = Run(
         write(tmp_path / "job.yaml", job),
         tmp_path / "run",
