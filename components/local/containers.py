@@ -219,8 +219,8 @@ def check_command(argv: list[str], env: dict[str, str], image: Image, where: str
         f"image {image.reference} installs it with the Debian packages "
         f"{' '.join(image.apt_packages)}: run `make system-deps` as root"
         if image.apt_packages
-        else f"declare it among the files of image {image.reference} in "
-        "components/images/catalogue.py"
+        else f"declare it among the files of image {image.reference} (your own images: in "
+        "trainjobs-images.yaml beside the job), or run the job with --runtime container"
     )
     raise UserError(
         f"{where}: {shlex.quote(program)} is not on this machine (PATH={env['PATH']}); {hint}"

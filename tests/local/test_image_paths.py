@@ -188,3 +188,28 @@ images:
         "your image otherwise\n"
     )
     assert not (tmp_path / "run").exists()
+
+
+def test_a_program_missing_from_a_declared_image_names_its_declaration_and_the_container_runtime(
+    tmp_path: Path,
+):
+    declare(
+        tmp_path,
+        f"""\
+images:
+  - reference: {KUBEFLOW_IMAGE}
+    summary: a program this machine does not have
+""",
+    )
+    job = kubeflow_simple(["mnist-train", "--epochs=1"])
+    run = Run(write(tmp_path / "job.yaml", job), tmp_path / "run")
+
+    assert run.exit_code == 2
+    assert run.stderr.startswith(
+        "error: Job/pytorch-simple-master-0 pod template spec.containers[0]: mnist-train is not "
+        "on this machine (PATH="
+    )
+    assert run.stderr.endswith(
+        f"declare it among the files of image {KUBEFLOW_IMAGE} (your own images: in "
+        "trainjobs-images.yaml beside the job), or run the job with --runtime container\n"
+    )
