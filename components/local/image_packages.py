@@ -33,7 +33,6 @@ def check_images(plan: ClusterPlan, aliases: dict[str, str]) -> None:
     for pod in plan.pods:
         for group, index, container in _all_containers(pod):
             image = catalogue.resolve(container["image"], aliases)
-            check_image_paths(pod, group, index, container, image)
             for requirement in image.python_packages:
                 name, pinned = requirement.split("==")  # declarations pin 'name==version'
                 key = (image.local_environment, canonicalize_name(name))
@@ -47,6 +46,8 @@ def check_images(plan: ClusterPlan, aliases: dict[str, str]) -> None:
                         f"its containers locally ({image.local_bin}), which {have}: "
                         f"{_setup_hint(image)}"
                     )
+            # After its packages: a missing package explains a missing script too.
+            check_image_paths(pod, group, index, container, image)
 
 
 def _setup_hint(image: Image) -> str:
