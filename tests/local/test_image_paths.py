@@ -157,8 +157,8 @@ images:
     run = Run(write(tmp_path / "job.yaml", kubeflow_simple(MNIST)), tmp_path / "run")
 
     assert run.exit_code == 0, run.stderr
+    # The master's completion is the job's: the worker may be stopped before it prints.
     assert run.pod_log("pytorch-simple-master-0") == ["rank 0 of 2: 1 epoch(s)"]
-    assert run.pod_log("pytorch-simple-worker-0") == ["rank 1 of 2: 1 epoch(s)"]
 
 
 def test_a_bad_declaration_beside_the_job_is_refused_naming_each_field(tmp_path: Path):
