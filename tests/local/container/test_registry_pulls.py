@@ -112,11 +112,13 @@ MNIST_SHAPED = textwrap.dedent(
     else:
         for _ in range(300):
             try:
-                socket.create_connection(address, timeout=1).sendall(str(rank).encode())
+                connection = socket.create_connection(address, timeout=1)
                 break
             except OSError:
                 time.sleep(0.1)
-        print(f"worker {rank}: reported to the master", flush=True)
+        # Printed before the report: once the master has it, the job may end at once.
+        print(f"worker {rank}: reporting to the master", flush=True)
+        connection.sendall(str(rank).encode())
     '''
 )
 
@@ -311,7 +313,7 @@ def test_the_kubeflow_example_shape_pulls_with_its_secret_and_runs_unchanged(
     assert run.exit_code == 0, run.stderr
     assert f"Successfully pulled image {mnist_shaped!r}" in "\n".join(run.lines)
     assert run.pod_log("pytorch-simple-master-0") == ["master: 1 epoch(s), workers [1] of 2"]
-    assert run.pod_log("pytorch-simple-worker-0") == ["worker 1: reported to the master"]
+    assert run.pod_log("pytorch-simple-worker-0") == ["worker 1: reporting to the master"]
     assert left_by(run) == []
     untag(mnist_shaped)
 
