@@ -44,6 +44,8 @@ class MpiFlavour:
     launcher_labels: Mapping[str, str] = field(default_factory=dict)
     """The operator's labels on the launcher pod (over trainjobs' own)."""
     worker_labels: Mapping[str, str] = field(default_factory=dict)
+    worker_dns_search: str | None = None
+    """A DNS search domain the operator appends to each worker's ``dnsConfig``."""
     launcher_restart: str = "Never"
     """The launcher pod's restartPolicy when its template gives none."""
     ssh_auth_mount_path: str | None = None

@@ -272,6 +272,9 @@ def _worker_statefulset(
         container["volumeMounts"] = [*(container.get("volumeMounts") or []), _assets_mount()]
         pod["volumes"] = [*(pod.get("volumes") or []), _assets_volume(plan)]
     _operator_additions(plan, template, container, list(plan.flavour.worker_env), ssh)
+    if plan.flavour.worker_dns_search is not None:
+        dns = default_field(pod, "dnsConfig", {})
+        dns["searches"] = [*(dns.get("searches") or []), plan.flavour.worker_dns_search]
     if plan.flavour.gang is not None:
         join(plan.flavour.gang, plan.names.job, "worker", template)
     return {

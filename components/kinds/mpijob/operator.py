@@ -71,6 +71,13 @@ def v2beta1_worker_env() -> Env:
     return [{"name": "K_MPI_JOB_ROLE", "value": "worker"}]
 
 
+def v2beta1_worker_dns_search(job: str, namespace: str) -> str:
+    """``newWorker``: Intel MPI's and MPICH's Hydra proxies connect back to the launcher by its
+    short host name (mpi-operator #612), so every worker searches the job's Service domain.
+    The operator appends it whatever the implementation, after the template's own searches."""
+    return f"{job}.{namespace}.svc.cluster.local"
+
+
 def v1_launcher_env(user_env: list[Any], gpu_launcher: bool) -> Env:
     """``newLauncher`` (training-operator): Open MPI's agent and hostfile, no GPU unless the
     launcher asks for one, and Intel MPI's rsh bootstrap unless the user set it."""

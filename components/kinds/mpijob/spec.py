@@ -319,6 +319,9 @@ def _plan(
             _launcher_env(version, implementation, slots, in_hostfile, launcher_template)
         ),
         worker_env=tuple(operator.v2beta1_worker_env() if version == "v2beta1" else []),
+        worker_dns_search=operator.v2beta1_worker_dns_search(names.job, namespace)
+        if version == "v2beta1"
+        else None,
         launcher_labels=operator.labels(version, names.job, "launcher", as_worker),
         worker_labels=operator.labels(version, names.job, "worker", as_worker),
         launcher_restart=launcher_restart,
