@@ -48,6 +48,8 @@ class MpiFlavour:
     """A DNS search domain the operator appends to each worker's ``dnsConfig``."""
     launcher_restart: str = "Never"
     """The launcher pod's restartPolicy when its template gives none."""
+    launcher_pod_replacement: str | None = None
+    """The launcher Job's ``podReplacementPolicy``, where the operator sets one."""
     ssh_auth_mount_path: str | None = None
     """v2beta1's ``sshAuthMountPath``: the job's key pair mounted there as the operator mounts
     it (``id_rsa``, ``id_rsa.pub``, ``authorized_keys``), for images whose own sshd and ssh

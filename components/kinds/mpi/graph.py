@@ -432,6 +432,8 @@ def _master_job(plan: MpiPlan, options: GraphOptions, labels: dict[str, str]) ->
         spec["ttlSecondsAfterFinished"] = flavour.ttl_seconds_after_finished
     if flavour.suspend:
         spec["suspend"] = True
+    if flavour.launcher_pod_replacement is not None:
+        spec["podReplacementPolicy"] = flavour.launcher_pod_replacement
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",

@@ -32,6 +32,10 @@ IMPLEMENTATIONS = (OPEN_MPI, INTEL, MPICH)
 DISTRIBUTIONS = {"OpenMPI": OPEN_MPI, "IntelMPI": INTEL, "MPICH": MPICH}
 """v1alpha2's ``mpiDistribution`` values, and the implementation each names."""
 
+LAUNCHER_POD_REPLACEMENT = "Failed"
+"""``newLauncherJob``: a new launcher pod only once the last has failed, not while it is still
+terminating (kubernetes#115844, where terminating pods were replaced)."""
+
 Env = list[dict[str, Any]]
 
 # Cleared on a launcher that is not a worker, so that it never takes a GPU (every operator).

@@ -325,6 +325,9 @@ def _plan(
         launcher_labels=operator.labels(version, names.job, "launcher", as_worker),
         worker_labels=operator.labels(version, names.job, "worker", as_worker),
         launcher_restart=launcher_restart,
+        launcher_pod_replacement=operator.LAUNCHER_POD_REPLACEMENT
+        if version == "v2beta1"
+        else None,
         ssh_auth_mount_path=ssh_mount,
         suspend=run.suspend,
         ttl_seconds_after_finished=run.ttl_seconds_after_finished,

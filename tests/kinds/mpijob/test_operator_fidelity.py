@@ -31,3 +31,13 @@ def test_the_jobs_search_domain_follows_the_workers_own_dns_config():
 
 def test_only_v2beta1_workers_get_the_search_domain():
     assert "dnsConfig" not in worker_pod(objects(mpijob("v1")))
+
+
+def test_the_launcher_job_replaces_only_failed_pods_as_newLauncherJob_asks():
+    found = objects(mpijob("v2beta1"))
+
+    assert found["Job/pi-launcher"]["spec"]["podReplacementPolicy"] == "Failed"
+
+
+def test_training_operators_launcher_job_keeps_the_default_replacement():
+    assert "podReplacementPolicy" not in objects(mpijob("v1"))["Job/pi-launcher"]["spec"]

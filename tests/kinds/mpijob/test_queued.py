@@ -42,6 +42,7 @@ def test_a_queued_v2beta1_mpijob_is_one_jobset_with_a_launcher_and_its_workers()
         "completions": 1,
         "parallelism": 1,
         "backoffLimit": 3,
+        "podReplacementPolicy": "Failed",
     }
     assert {k: v for k, v in worker.items() if k != "template"} == {
         "completionMode": "Indexed",
