@@ -44,6 +44,7 @@ from trainjobs.kinds.trainjob.spec import TrainJobSpec, as_patches
 INITIALIZERS = {"dataset-initializer": "dataset", "model-initializer": "model"}
 STORAGE_URI = "STORAGE_URI"
 DEFAULT_SCHEDULE_TIMEOUT = 60
+VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,8 @@ def render(
         manifest["metadata"]["annotations"] = js_annotations
     pods = sum(p.count * int(p.job.get("replicas", 1)) for p in pod_sets)
     problems += _generated_name_problems(name, pod_sets, runtime.key)
-    beside = _beside(runtime, enforced, pod_sets, name, namespace, labels, pods)
+    problems += _queue_problems(runtime.pod_group_policy, js_annotations)
+    beside = _beside(runtime, enforced, pod_sets, name, namespace, labels, pods, js_annotations)
     success = js_spec["successPolicy"]
     targets = tuple(success.get("targetReplicatedJobs") or [p.name for p in pod_sets])
     return Rendered(manifest, beside, pods, targets, success.get("operator") == "Any")
@@ -287,6 +289,19 @@ def _pod_group_marks(policy: Manifest, name: str) -> dict[str, dict[str, str]]:
     return {}
 
 
+def _queue_problems(policy: Manifest, annotations: dict[str, str]) -> list[Problem]:
+    """Volcano's ``Validate``: the queue annotation, where given, names a queue."""
+    if "volcano" not in policy or annotations.get(VOLCANO_QUEUE_ANNOTATION) != "":
+        return []
+    return [
+        Problem(
+            f"spec.annotations[{VOLCANO_QUEUE_ANNOTATION}]",
+            'Invalid value: "": Volcano queue name must not be empty; name the Volcano queue or '
+            "remove the annotation",
+        )
+    ]
+
+
 def _beside(
     runtime: Runtime,
     enforced: policies.Enforced,
@@ -295,6 +310,7 @@ def _beside(
     namespace: str,
     labels: dict[str, str],
     pods: int,
+    annotations: dict[str, str],
 ) -> list[Manifest]:
     found: list[Manifest] = []
     if enforced.ssh_secret is not None:
@@ -322,7 +338,7 @@ def _beside(
         )
     policy = runtime.pod_group_policy
     if "coscheduling" in policy or "volcano" in policy:
-        found.append(_pod_group(policy, pod_sets, name, namespace, labels, pods))
+        found.append(_pod_group(policy, pod_sets, name, namespace, labels, pods, annotations))
     return found
 
 
@@ -333,8 +349,12 @@ def _pod_group(
     namespace: str,
     labels: dict[str, str],
     pods: int,
+    annotations: dict[str, str],
 ) -> Manifest:
-    """The coscheduling or Volcano PodGroup: every pod, and what they all request."""
+    """The coscheduling or Volcano PodGroup: every pod, and what they all request. Volcano's
+    (``plugins/volcano/volcano.go``, ``Build``) also takes its queue from the JobSet's
+    annotation ``scheduling.volcano.sh/queue-name`` (the runtime's, the TrainJob's before
+    v2.2, a runtime patch's) and the policy's network topology, with the CRD's defaults."""
     totals: dict[str, Decimal] = {}
     for pod_set in pod_sets:
         for container in pod_set.pod.get("containers") or []:
@@ -359,6 +379,16 @@ def _pod_group(
         ]
         if priority:
             spec["priorityClassName"] = priority[-1]
+        if VOLCANO_QUEUE_ANNOTATION in annotations:
+            spec["queue"] = annotations[VOLCANO_QUEUE_ANNOTATION]
+        topology = (policy["volcano"] or {}).get("networkTopology")
+        if topology is not None:
+            spec["networkTopology"] = {
+                "mode": topology.get("mode") or "hard",
+                "highestTierAllowed": 1
+                if topology.get("highestTierAllowed") is None
+                else topology["highestTierAllowed"],
+            }
     return {"apiVersion": api, "kind": "PodGroup", "metadata": meta, "spec": spec}
 
 

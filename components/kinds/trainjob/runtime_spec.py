@@ -39,9 +39,21 @@ class Coscheduling(SpecModel):
     schedule_timeout_seconds: int | None = None
 
 
+class NetworkTopology(SpecModel):
+    """Volcano's ``NetworkTopologySpec`` (volcano.sh/apis ``scheduling/v1beta1``), as Trainer's
+    CRD carries it: ``mode`` hard or soft (default hard), ``highestTierAllowed`` (default 1)."""
+
+    mode: str | None = None
+    highest_tier_allowed: int | None = None
+
+
+class VolcanoPolicy(SpecModel):
+    network_topology: NetworkTopology | None = None
+
+
 class PodGroupPolicy(SpecModel):
     coscheduling: Coscheduling | None = None
-    volcano: dict[str, Any] | None = None
+    volcano: VolcanoPolicy | None = None
 
 
 class JobSpec(SpecModel):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,7 +114,9 @@ def runtime_from(document: dict[str, Any], source: str, problems: list[Problem])
             )
     if len(problems) > before:
         return None
-    validate_section(TrainingRuntimeSpec, spec, f"{where}.spec", problems)
+    checked = validate_section(TrainingRuntimeSpec, spec, f"{where}.spec", problems)
+    if checked is not None:
+        problems += _network_topology_problems(checked, f"{where}.spec")
     if len(problems) > before:
         return None
     for index, job in enumerate(jobs):
@@ -132,6 +135,27 @@ def runtime_from(document: dict[str, Any], source: str, problems: list[Problem])
         source=source,
         namespace=(document.get("metadata") or {}).get("namespace"),
     )
+
+
+TOPOLOGY_MODES = ("hard", "soft")
+"""The CRD's enum on ``podGroupPolicy.volcano.networkTopology.mode``."""
+
+
+def _network_topology_problems(spec: TrainingRuntimeSpec, path: str) -> list[Problem]:
+    """The API server refuses a mode outside the CRD's enum (kubeflow/trainer v2.3.0
+    ``manifests/base/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml``)."""
+    policy = spec.pod_group_policy
+    volcano = policy.volcano if policy is not None else None
+    topology = volcano.network_topology if volcano is not None else None
+    if topology is None or topology.mode is None or topology.mode in TOPOLOGY_MODES:
+        return []
+    supported = ", ".join(json.dumps(mode) for mode in TOPOLOGY_MODES)
+    return [
+        Problem(
+            f"{path}.podGroupPolicy.volcano.networkTopology.mode",
+            f"Unsupported value: {json.dumps(topology.mode)}: supported values: {supported}",
+        )
+    ]
 
 
 def _at(value: Any, *keys: str) -> Any:

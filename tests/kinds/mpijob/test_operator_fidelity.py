@@ -21,7 +21,10 @@ def test_workers_search_the_jobs_service_domain_for_hydras_short_launcher_name()
 def test_the_jobs_search_domain_follows_the_workers_own_dns_config():
     document = mpijob("v2beta1", mpiImplementation="MPICH")
     worker = document["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
-    worker["dnsConfig"] = {"searches": ["corp.example"], "options": [{"name": "ndots", "value": "2"}]}
+    worker["dnsConfig"] = {
+        "searches": ["corp.example"],
+        "options": [{"name": "ndots", "value": "2"}],
+    }
 
     assert worker_pod(objects(document))["dnsConfig"] == {
         "searches": ["corp.example", "pi.default.svc.cluster.local"],
