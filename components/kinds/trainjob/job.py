@@ -48,7 +48,8 @@ class TrainJobPlan:
     success_any: bool
     warnings: list[Problem]
     suspend: bool
-    pods: int
+    min_member: int
+    """The PodGroup's minMember (:attr:`.render.Rendered.min_member`)."""
     gang: bool
     kueue: bool
     """Labelled with a Kueue queue: Kueue admits the JobSet, and unsuspends it (a suspended
@@ -134,7 +135,7 @@ def parse(
         success_any=rendered.success_any,
         warnings=warnings,
         suspend=bool(train.suspend),
-        pods=rendered.pods,
+        min_member=rendered.min_member,
         gang=any(m["kind"] == "PodGroup" for m in rendered.beside),
         kueue=jobset.is_queued(read.labels),
     )

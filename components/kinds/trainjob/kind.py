@@ -30,7 +30,7 @@ def parse(
         worker_pods=list(plan.other_jobs),
         success_any=plan.success_any,
         warnings=tuple(plan.warnings),
-        gang_min_member=plan.pods if plan.gang else None,
+        gang_min_member=plan.min_member if plan.gang else None,
         anchor=("ConfigMap", job.anchor_name(plan.name)),
         suspend=plan.suspend and not plan.kueue,
         queued=True,

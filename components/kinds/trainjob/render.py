@@ -11,7 +11,8 @@ commit 658725bdae5c7e3a0854d93ac6ff492e109a22ab: ``pkg/runtime/core/trainingrunt
    ``numNodes``; ``resourcesPerNode`` merged into the trainer's ``node`` container;
 2. the MLPolicy enforced (:mod:`.policies`), then the PodGroupPolicy: coscheduling labels
    every pod ``scheduling.x-k8s.io/pod-group: <trainjob>``, Volcano annotates it
-   ``scheduling.k8s.io/group-name: <trainjob>``; the PodGroup's minMember is every pod;
+   ``scheduling.k8s.io/group-name: <trainjob>``; the PodGroup's minMember is each
+   replicated Job's pod count;
 3. each replicated Job's ``parallelism`` and ``completions`` set to its pod count; the
    trainer's ``replicas`` set to 1 and its ``node`` container given the TrainJob's image,
    command and args (the user's command as written: never rewritten), and ``trainer.env``;
@@ -31,10 +32,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from trainjobs.core import apimachinery, jobset, quantity
+from trainjobs.core import apimachinery, jobset
 from trainjobs.core.errors import Problem
 from trainjobs.core.gang import SCHEDULER_PLUGINS_GROUP_LABEL, VOLCANO_GROUP_ANNOTATION
 from trainjobs.core.graph import Manifest
+from trainjobs.core.pod_requests import pod_requests
 from trainjobs.core.pod_template import default_field
 from trainjobs.kinds.trainjob import patches, policies
 from trainjobs.kinds.trainjob.policies import NODE, TRAINER, PodSet
@@ -52,8 +54,8 @@ class Rendered:
     jobset: Manifest
     beside: list[Manifest]
     """Objects created before the JobSet: the hostfile ConfigMap, ssh Secret, PodGroup."""
-    pods: int
-    """Every pod of the JobSet (a PodGroup's minMember)."""
+    min_member: int
+    """A PodGroup's minMember: each replicated Job's pod count, once."""
     deciding: tuple[str, ...]
     """The replicated Jobs whose success is the JobSet's (its success policy's targets)."""
     success_any: bool
@@ -149,13 +151,15 @@ def render(
     }
     if js_annotations:
         manifest["metadata"]["annotations"] = js_annotations
-    pods = sum(p.count * int(p.job.get("replicas", 1)) for p in pod_sets)
+    min_member = sum(p.count for p in pod_sets)
     problems += _generated_name_problems(name, pod_sets, runtime.key)
     problems += _queue_problems(runtime.pod_group_policy, js_annotations)
-    beside = _beside(runtime, enforced, pod_sets, name, namespace, labels, pods, js_annotations)
+    beside = _beside(
+        runtime, enforced, pod_sets, name, namespace, labels, min_member, js_annotations
+    )
     success = js_spec["successPolicy"]
     targets = tuple(success.get("targetReplicatedJobs") or [p.name for p in pod_sets])
-    return Rendered(manifest, beside, pods, targets, success.get("operator") == "Any")
+    return Rendered(manifest, beside, min_member, targets, success.get("operator") == "Any")
 
 
 def _generated_name_problems(name: str, pod_sets: list[PodSet], runtime: str) -> list[Problem]:
@@ -309,7 +313,7 @@ def _beside(
     name: str,
     namespace: str,
     labels: dict[str, str],
-    pods: int,
+    min_member: int,
     annotations: dict[str, str],
 ) -> list[Manifest]:
     found: list[Manifest] = []
@@ -338,7 +342,7 @@ def _beside(
         )
     policy = runtime.pod_group_policy
     if "coscheduling" in policy or "volcano" in policy:
-        found.append(_pod_group(policy, pod_sets, name, namespace, labels, pods, annotations))
+        found.append(_pod_group(policy, pod_sets, name, namespace, labels, min_member, annotations))
     return found
 
 
@@ -348,24 +352,23 @@ def _pod_group(
     name: str,
     namespace: str,
     labels: dict[str, str],
-    pods: int,
+    min_member: int,
     annotations: dict[str, str],
 ) -> Manifest:
-    """The coscheduling or Volcano PodGroup: every pod, and what they all request. Volcano's
+    """The coscheduling or Volcano PodGroup (``Build`` in ``plugins/coscheduling/
+    coscheduling.go`` and ``plugins/volcano/volcano.go``): each pod set's pod count, once
+    (Trainer does not count a replicated Job's ``replicas``, kubeflow/trainer#2318), and that
+    count times what one of its pods requests (Kubernetes' ``PodRequests``). Volcano's
     (``plugins/volcano/volcano.go``, ``Build``) also takes its queue from the JobSet's
     annotation ``scheduling.volcano.sh/queue-name`` (the runtime's, the TrainJob's before
     v2.2, a runtime patch's) and the policy's network topology, with the CRD's defaults."""
     totals: dict[str, Decimal] = {}
     for pod_set in pod_sets:
-        for container in pod_set.pod.get("containers") or []:
-            requests = (container.get("resources") or {}).get("requests") or {}
-            for resource, amount in requests.items():
-                totals[resource] = (
-                    totals.get(resource, Decimal(0)) + quantity.parse(amount) * pod_set.count
-                )
+        for resource, amount in pod_requests(pod_set.pod).items():
+            totals[resource] = totals.get(resource, Decimal(0)) + amount * pod_set.count
     min_resources = {key: _shown(value) for key, value in sorted(totals.items())}
     meta = {"name": name, "namespace": namespace, "labels": labels}
-    spec: dict[str, Any] = {"minMember": pods, "minResources": min_resources}
+    spec: dict[str, Any] = {"minMember": min_member, "minResources": min_resources}
     if "coscheduling" in policy:
         timeout = (policy["coscheduling"] or {}).get("scheduleTimeoutSeconds")
         spec["scheduleTimeoutSeconds"] = (

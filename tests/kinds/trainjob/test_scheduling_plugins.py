@@ -78,3 +78,60 @@ def test_a_network_topology_mode_outside_the_crds_enum_is_refused(mode):
         "ClusterTrainingRuntime/torch-distributed.spec.podGroupPolicy.volcano.networkTopology"
         f'.mode: Unsupported value: "{mode}": supported values: "hard", "soft"'
     ]
+
+
+def test_min_member_counts_each_replicated_jobs_pods_once_as_trainers_pod_sets_do():
+    given = runtime({"coscheduling": {}})
+    jobs = given["spec"]["template"]["spec"]["replicatedJobs"]
+    aux = copy.deepcopy(jobs[0])
+    aux["name"] = "aux"
+    aux["replicas"] = 2
+    aux["template"]["metadata"] = {}
+    jobs.append(aux)
+
+    group = pod_group(beside(trainjob(), given))
+
+    # numNodes 3 for the trainer, 1 (its parallelism) for aux whatever its replicas
+    # (kubeflow/trainer#2318): 4, not the 5 pods the JobSet runs.
+    assert group["spec"]["minMember"] == 4
+    assert group["spec"]["minResources"] == {"cpu": "8"}
+
+
+def test_min_resources_are_each_pods_requests_with_init_containers_and_overhead():
+    given = runtime({"volcano": {}})
+    pod = given["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "2", "memory": "1Gi"}}
+    pod["spec"]["initContainers"] = [
+        {"name": "setup", "image": "busybox:1", "resources": {"requests": {"cpu": "4"}}},
+        {
+            "name": "proxy",
+            "image": "busybox:1",
+            "restartPolicy": "Always",
+            "resources": {"requests": {"cpu": "500m", "memory": "64Mi"}},
+        },
+    ]
+    pod["spec"]["overhead"] = {"cpu": "250m", "memory": "64Mi"}
+
+    group = pod_group(beside(trainjob(), given))
+
+    # Per pod: the larger of the containers with the sidecar (2.5 CPUs) and the setup init
+    # container (4), plus the overhead: 4.25 CPUs; memory 1Gi + 64Mi + 64Mi. Times 3 nodes.
+    assert group["spec"]["minResources"] == {"cpu": "12750m", "memory": str(3 * 1152 * 2**20)}
+
+
+def test_pod_level_requests_stand_for_the_containers_cpu_and_memory():
+    given = runtime({"coscheduling": {}})
+    pod = given["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    pod["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": "1", "nvidia.com/gpu": "1"},
+        "limits": {"nvidia.com/gpu": "1"},
+    }
+    pod["spec"]["resources"] = {"requests": {"cpu": "3", "memory": "2Gi"}}
+
+    group = pod_group(beside(trainjob(), given))
+
+    assert group["spec"]["minResources"] == {
+        "cpu": "9",
+        "memory": str(6 * 2**30),
+        "nvidia.com/gpu": "3",
+    }
