@@ -30,6 +30,7 @@ for string ``numProcPerNode``; ``pkg/constants/constants.go`` for names and port
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -203,25 +204,27 @@ def enforce(
         return Enforced()
     if num_nodes is not None:
         trainer_set.count = num_nodes
+    master = f"{job}-{NODE}-0-0.{job}"
+    rank = {"fieldRef": {"fieldPath": COMPLETION_INDEX}}
+    resources = node_resources(pod_sets, trainer)
+    pet: list[Manifest] = [
+        {"name": "PET_NNODES", "value": str(trainer_set.count)},
+        {"name": "PET_NPROC_PER_NODE", "value": _procs(trainer, resources)},
+        {"name": "PET_NODE_RANK", "valueFrom": rank},
+        {"name": "PET_MASTER_ADDR", "value": master},
+        {"name": "PET_MASTER_PORT", "value": str(PORT)},
+    ]
+    if "torch" in policy:
+        # With or without spec.trainer, as Trainer injects into the targets.
+        for target in _injected(policy, pod_sets):
+            upsert(default_field(target, "env", []), copy.deepcopy(pet))
     container = trainer_set.container(NODE) if trainer is not None else None
     if container is None:
         return Enforced()
     env = default_field(container, "env", [])
-    master = f"{job}-{NODE}-0-0.{job}"
-    rank = {"fieldRef": {"fieldPath": COMPLETION_INDEX}}
-    resources = node_resources(pod_sets, trainer)
     if "torch" in policy:
         upsert(env, [dict(item) for item in trainer.env] if trainer is not None else [])
-        upsert(
-            env,
-            [
-                {"name": "PET_NNODES", "value": str(trainer_set.count)},
-                {"name": "PET_NPROC_PER_NODE", "value": _procs(trainer, resources)},
-                {"name": "PET_NODE_RANK", "valueFrom": rank},
-                {"name": "PET_MASTER_ADDR", "value": master},
-                {"name": "PET_MASTER_PORT", "value": str(PORT)},
-            ],
-        )
+        upsert(env, pet)
     elif "jax" in policy:
         upsert(
             env,
@@ -246,6 +249,52 @@ def enforce(
         return Enforced()
     upsert(default_field(container, "ports", []), [{"containerPort": PORT}], key="containerPort")
     return Enforced()
+
+
+def _targets(policy: Manifest) -> list[tuple[str, str]]:
+    """``mlPolicy.torch.envInjection``'s (replicated Job, container) pairs, in order."""
+    injection = (policy.get("torch") or {}).get("envInjection") or {}
+    return [
+        (str(target.get("jobName")), str(name))
+        for target in injection.get("targets") or []
+        for name in target.get("containerNames") or []
+    ]
+
+
+def _target(pod_sets: list[PodSet], job: str, name: str) -> Manifest | None:
+    """``Info.FindContainerByPodSetName``: the pod set's container of that name, else its init
+    container of that name."""
+    pod_set = next((p for p in pod_sets if p.name == job), None)
+    if pod_set is None:
+        return None
+    for group in ("containers", "initContainers"):
+        for container in pod_set.pod.get(group) or []:
+            if container.get("name") == name:
+                return container
+    return None
+
+
+def _injected(policy: Manifest, pod_sets: list[PodSet]) -> list[Manifest]:
+    """The containers envInjection names: they get the same PET_* env as the node container,
+    the master's address included (``plugins/torch/torch.go``, EnforceMLPolicy)."""
+    found = [_target(pod_sets, job, name) for job, name in _targets(policy)]
+    return [container for container in found if container is not None]
+
+
+def env_injection_problems(policy: Manifest, pod_sets: list[PodSet]) -> list[Problem]:
+    """The torch plugin's ``Validate`` (``validateEnvInjectionTargets``): every target names a
+    container or init container of the runtime's replicated Job."""
+    if "torch" not in policy:
+        return []
+    return [
+        Problem(
+            "spec.runtimeRef",
+            f'envInjection target podSet "{job}" container "{name}" not found in runtime '
+            "template; name a container or init container of that replicated Job",
+        )
+        for job, name in _targets(policy)
+        if _target(pod_sets, job, name) is None
+    ]
 
 
 def _procs(trainer: Trainer | None, resources: Manifest) -> str:

@@ -124,6 +124,7 @@ def render(
             )
         )
 
+    problems += policies.env_injection_problems(runtime.ml_policy, pod_sets)
     network = js_spec.get("network") or {}
     subdomain = network.get("subdomain") or name
     enforced = policies.enforce(runtime.ml_policy, pod_sets, spec.trainer, name, subdomain)

@@ -26,9 +26,28 @@ class MPIPolicy(SpecModel):
     run_launcher_as_node: bool | None = None
 
 
+class EnvInjectionTarget(SpecModel):
+    job_name: str = ""
+    container_names: list[str] = Field(default_factory=list)
+
+
+class EnvInjection(SpecModel):
+    targets: list[EnvInjectionTarget] = Field(default_factory=list)
+
+
+class TorchPolicy(SpecModel):
+    """v2.3.0's ``TorchMLPolicySource``; earlier releases' ``numProcPerNode`` and
+    ``elasticPolicy`` are read as they were."""
+
+    env_injection: EnvInjection | None = None
+    """Containers beside the trainer's ``node`` container that get the PET_* env."""
+    num_proc_per_node: int | str | None = None
+    elastic_policy: dict[str, Any] | None = None
+
+
 class MLPolicy(SpecModel):
     num_nodes: int | None = None
-    torch: dict[str, Any] | None = None
+    torch: TorchPolicy | None = None
     mpi: MPIPolicy | None = None
     jax: dict[str, Any] | None = None
     xgboost: dict[str, Any] | None = None

@@ -117,6 +117,7 @@ def runtime_from(document: dict[str, Any], source: str, problems: list[Problem])
     checked = validate_section(TrainingRuntimeSpec, spec, f"{where}.spec", problems)
     if checked is not None:
         problems += _network_topology_problems(checked, f"{where}.spec")
+        problems += _env_injection_problems(checked, f"{where}.spec")
     if len(problems) > before:
         return None
     for index, job in enumerate(jobs):
@@ -155,6 +156,26 @@ def _network_topology_problems(spec: TrainingRuntimeSpec, path: str) -> list[Pro
             f"{path}.podGroupPolicy.volcano.networkTopology.mode",
             f"Unsupported value: {json.dumps(topology.mode)}: supported values: {supported}",
         )
+    ]
+
+
+def _env_injection_problems(spec: TrainingRuntimeSpec, path: str) -> list[Problem]:
+    """The CRD's rule on ``mlPolicy.torch.envInjection.targets[].containerNames``: the
+    ``node`` container always gets the env, so it may not be named (kubeflow/trainer v2.3.0
+    ``pkg/apis/trainer/v1alpha1/trainingruntime_types.go``, ``EnvInjectionTarget``)."""
+    policy = spec.ml_policy
+    torch = policy.torch if policy is not None else None
+    injection = torch.env_injection if torch is not None else None
+    if injection is None:
+        return []
+    return [
+        Problem(
+            f"{path}.mlPolicy.torch.envInjection.targets[{index}].containerNames",
+            'Invalid value: "array": containerNames must not include the main node container '
+            "because PET_* envs are always injected into it",
+        )
+        for index, target in enumerate(injection.targets)
+        if "node" in target.container_names
     ]
 
 
