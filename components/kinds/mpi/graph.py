@@ -244,7 +244,7 @@ def _worker_statefulset(
     if "restartPolicy" in pod:
         pod["restartPolicy"] = "Always"
     container = main_container(template, group.container)
-    if "command" not in container and "args" not in container:
+    if not group.own_command:
         # A worker with a command of its own must start sshd itself (as with mpi-operator).
         container["command"] = ["sh", ssh_assets.SSHD] if ssh else list(WORKER_COMMAND)
     if ssh:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from trainjobs.core.errors import Problem
 from trainjobs.core.names import JobNames
-from trainjobs.core.pod_template import PodTemplate
+from trainjobs.core.pod_template import PodTemplate, main_container
 from trainjobs.kinds.mpi.flavour import MpiFlavour
 
 
@@ -22,6 +22,13 @@ class WorkerGroup:
     in_jobset: bool = False
     """The pods are a JobSet's (Kueue): replicated Job ``worker``'s child Jobs
     ``<statefulset>-<i>``, Indexed, whose one pod's hostname is ``<job>-0``."""
+
+    @property
+    def own_command(self) -> bool:
+        """The main container has a command (or args) of its own, which trainjobs keeps: with
+        the ssh transport that command starts the worker's sshd, as with mpi-operator."""
+        container = main_container(self.template, self.container)
+        return "command" in container or "args" in container
 
     @property
     def pods(self) -> list[str]:

@@ -11,6 +11,11 @@ Unlike mpi-operator, the client checks host keys (a ``known_hosts`` entry for th
 under one alias), and an ssh session gets the worker container's environment and working
 directory, as ``kubectl exec`` gives them: sshd otherwise starts sessions with a bare
 environment, so Open MPI's daemons and ranks would not see the image's PATH or the pod's env.
+That holds where trainjobs runs the worker's sshd. A worker whose own command starts sshd
+(``/usr/sbin/sshd -De``) shows the image's host keys, which no known_hosts here can hold: it is
+reached as mpi-operator's images reach it, with the image's own client settings (its port),
+the job's key, and any host key accepted (``build/base/Dockerfile`` sets
+``StrictHostKeyChecking no`` and ``UserKnownHostsFile /dev/null``).
 
 Every path reaches these files on their command line or through the environment, never
 written inside them, so local runs (which map in-image paths on command lines and env values)
@@ -172,6 +177,11 @@ _SSH_COMMAND = (
     'ssh -F "$assets/ssh_config" -i "$keys/ssh-privatekey" '
     '-o "UserKnownHostsFile=\\"$keys/known_hosts\\""'
 )
+# A worker's own sshd: the image's client settings, the job's key, any host key.
+_IMAGE_SSH_COMMAND = (
+    'ssh -i "$keys/ssh-privatekey" -o StrictHostKeyChecking=no '
+    "-o UserKnownHostsFile=/dev/null -o BatchMode=yes"
+)
 _PREAMBLE = f"""assets=$(dirname "$0")
 keys=${{{SSH_DIR_ENV}:?{SSH_DIR_ENV} is not set}}"""
 
@@ -183,9 +193,20 @@ def sshexec(plan: MpiPlan) -> str:
     master runs COMMAND itself, as ``kubexec.sh`` does. Workers carry it too: Open MPI starts
     daemons beyond the first 64 from other daemons (tree spawn), with the same agent.
     """
-    pods = [shlex.quote(pod) for pod in plan.worker_pods]
+    own = image_sshd_pods(plan)
     cases = [f'    {shlex.quote(plan.launcher_hostname)}) exec sh -c "$*" ;;']
-    cases += [f"    {pod}) ;;" for pod in pods]
+    cases += [
+        f"    {shlex.quote(pod)}) {'image=1 ' if pod in own else ''};;" for pod in plan.worker_pods
+    ]
+    image = (
+        f"""# A worker's own sshd (its command starts it): reached as mpi-operator's images do.
+if [ -n "${{image:-}}" ]; then
+    exec {_IMAGE_SSH_COMMAND} -o ConnectionAttempts=10 "$host" "$@"
+fi
+"""
+        if own
+        else ""
+    )
     return f"""#!/bin/sh
 # Open MPI rsh agent for {job_title(plan)} (ssh transport): runs COMMAND in pod HOST.
 set -eu
@@ -205,8 +226,13 @@ case "${{host%%.*}}" in
     *) echo "sshexec.sh: '$host' is not a pod of job {plan.names.job}" >&2; exit 2 ;;
 esac
 {_PREAMBLE}
-exec {_SSH_COMMAND} "$host" "$@"
+{image}exec {_SSH_COMMAND} "$host" "$@"
 """
+
+
+def image_sshd_pods(plan: MpiPlan) -> list[str]:
+    """The workers whose own command starts their sshd: not trainjobs' host key."""
+    return [pod for group in plan.workers if group.own_command for pod in group.pods]
 
 
 def sshd(plan: MpiPlan) -> str:
@@ -253,6 +279,16 @@ def cluster_waiter(plan: MpiPlan) -> str:
     """
     pairs = "\n".join(f"{pod} {host}" for pod, host in worker_hosts(plan))
     total = len(plan.worker_pods)
+    options = "-n -o ConnectionAttempts=1 -o ConnectTimeout=5"
+    answer = f"answer=$({_SSH_COMMAND} {options} \\\n        \"$2\" 'echo {READY_MARKER}' 2>&1)"
+    own = " ".join(image_sshd_pods(plan))
+    if own:
+        ask = f"\"$2\" 'echo {READY_MARKER}' 2>&1"
+        answer = f"""case " {own} " in
+        # The worker's own sshd: its image's host key.
+        *" $1 "*) answer=$({_IMAGE_SSH_COMMAND} {options} {ask}) ;;
+        *) answer=$({_SSH_COMMAND} {options} {ask}) ;;
+    esac"""
     return f"""#!/bin/sh
 # Cluster waiter for {job_title(plan)} (ssh transport): every worker's sshd must answer.
 set -u
@@ -268,8 +304,7 @@ pending=""
 
 # Prints POD:ready, or POD:REASON.
 probe() {{
-    answer=$({_SSH_COMMAND} -n -o ConnectionAttempts=1 -o ConnectTimeout=5 \\
-        "$2" 'echo {READY_MARKER}' 2>&1)
+    {answer}
     case "$answer" in
         # The marker is the last line (ssh may warn first, e.g. of a home it cannot write).
         *{READY_MARKER}) why=ready ;;
