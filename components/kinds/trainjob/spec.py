@@ -233,9 +233,26 @@ def read(
         return None
     warnings += unknown_fields(spec, "spec", f"{KIND} {API_VERSION}")
     problems += _spec_problems(spec)
+    warnings += _release_warnings(spec)
     return TrainJobSpecDocument(
         meta.name, meta.namespace, dict(meta.labels), dict(meta.annotations), spec
     )
+
+
+def _release_warnings(spec: TrainJobSpec) -> list[Problem]:
+    """A string ``numProcPerNode`` is v2.0's and v2.1's (``*intstr.IntOrString``); v2.2.0's
+    ``trainjob_types.go`` makes it ``*int32``, which the CRD's schema types as an integer."""
+    proc = spec.trainer.num_proc_per_node if spec.trainer is not None else None
+    if not isinstance(proc, str) or proc not in PROC_NAMES:
+        return []
+    return [
+        Problem(
+            "spec.trainer.numProcPerNode",
+            f"{json.dumps(proc)} is read by Kubeflow Trainer v2.0 and v2.1 (an int or "
+            f"{', '.join(PROC_NAMES)}); from v2.2 the field is an int32 and the API server "
+            "refuses a string: give the number of processes per node, e.g. numProcPerNode: 1",
+        )
+    ]
 
 
 def _name_problems(name: str) -> list[Problem]:
