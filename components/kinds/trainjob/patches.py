@@ -18,38 +18,45 @@ from trainjobs.core.errors import Problem
 from trainjobs.core.graph import Manifest
 from trainjobs.core.pod_template import default_field
 
-NAMED_LISTS = ("containers", "initContainers", "volumes", "imagePullSecrets", "env", "volumeMounts")
-"""Lists whose items a strategic merge matches by ``name``."""
+MERGE_KEYS = {
+    "containers": "name",
+    "initContainers": "name",
+    "volumes": "name",
+    "imagePullSecrets": "name",
+    "schedulingGates": "name",
+    "env": "name",
+    "volumeMounts": "mountPath",
+}
+"""Lists a patch may reach whose items a strategic merge matches, and the key it matches them
+by: each field's ``patchMergeKey`` in kubernetes ``staging/src/k8s.io/api/core/v1/types.go``
+(a container may mount one volume at several paths, never two volumes at one). Other lists
+(tolerations) are replaced."""
 PROTECTED_ENV = ("dataset-initializer", "model-initializer", "node")
 """Containers whose env only Trainer sets (the webhook refuses patches of it)."""
 
 
 def merge(base: Any, patch: Any) -> Any:
-    """``patch`` merged onto ``base``: mappings key by key, named lists item by name, anything
+    """``patch`` merged onto ``base``: mappings key by key, keyed lists item by key, anything
     else replaced."""
     if isinstance(base, dict) and isinstance(patch, dict):
         merged = dict(base)
         for key, value in patch.items():
-            if key in merged and key in NAMED_LISTS:
-                merged[key] = _merge_named(merged[key], value)
+            if key in merged and key in MERGE_KEYS:
+                merged[key] = _merge_keyed(merged[key], value, MERGE_KEYS[key])
             else:
                 merged[key] = merge(merged.get(key), value) if key in merged else value
         return merged
     return patch
 
 
-def _merge_named(base: Any, patch: Any) -> Any:
+def _merge_keyed(base: Any, patch: Any, key: str) -> Any:
     if not isinstance(base, list) or not isinstance(patch, list):
         return patch
     merged = list(base)
     for item in patch:
-        name = item.get("name") if isinstance(item, dict) else None
+        name = item.get(key) if isinstance(item, dict) else None
         at = next(
-            (
-                i
-                for i, old in enumerate(merged)
-                if isinstance(old, dict) and old.get("name") == name
-            ),
+            (i for i, old in enumerate(merged) if isinstance(old, dict) and old.get(key) == name),
             None,
         )
         if at is None or name is None:
