@@ -736,7 +736,7 @@ def test_a_file_without_kind_is_refused_naming_the_kind_and_echoing_none_of_it(t
     path.write_text(SHADOW)
     assert refused(lambda: trainjobs.TFJob.from_file(path)).splitlines() == [
         f"{path}: invalid job spec (1 problem(s))",
-        "  kind: must be TFJob, the kind trainjobs.TFJob reads (got None); set kind: TFJob in "
+        "  kind: must be TFJob, the kind trainjobs.TFJob reads (not set); set kind: TFJob in "
         "the document",
     ]
 

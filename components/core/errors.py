@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 class UserError(Exception):
@@ -54,3 +56,23 @@ class ConfigError(UserError):
         lines = [f"{source}: invalid {what} ({len(problems)} problem(s))"]
         lines += [f"  {problem}" for problem in problems]
         super().__init__("\n".join(lines))
+
+
+def written(value: Any) -> str:
+    """A value for a message as the YAML wrote it: ``null`` for YAML's null, else its repr."""
+    return "null" if value is None else repr(value)
+
+
+def got(document: Mapping[str, Any], key: str) -> str:
+    """What the YAML said of ``document[key]``, for a message's parentheses: ``not set``
+    where the key is absent, else ``got`` and the value as written."""
+    return f"got {written(document[key])}" if key in document else "not set"
+
+
+def one_of(document: Mapping[str, Any], key: str, choices: list[str], example: str) -> str:
+    """``must be one of`` the choices, with what the YAML said; where it said nothing (or
+    null), how to write one, e.g. ``example``."""
+    message = f"must be one of {', '.join(choices)} ({got(document, key)})"
+    if document.get(key) is None:
+        message += f": {'set' if key in document else 'add'} the job's {key}, e.g. {example}"
+    return message

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from trainjobs.core.errors import Problem
+from trainjobs.core.errors import Problem, got
 from trainjobs.core.models import ObjectMeta, problem_from_pydantic
 from trainjobs.core.names import namespace_problems
 from trainjobs.core.pod_rules import check_annotation_keys, check_labels
@@ -50,7 +50,7 @@ def read_envelope(
         why = (
             f"{api_version!r} is another project's {kind}, not Kubeflow's"
             if isinstance(api_version, str) and group and group != GROUP
-            else f"got {api_version!r}"
+            else got(document, "apiVersion")
         )
         problems.append(Problem("apiVersion", f"must be one of {accepted} ({why})"))
     for key in document:
@@ -63,7 +63,7 @@ def read_envelope(
         problems += metadata_problems(meta)
     spec = document.get("spec")
     if not isinstance(spec, dict):
-        problems.append(Problem("spec", f"required: the {kind}'s spec (got {spec!r})"))
+        problems.append(Problem("spec", f"required: the {kind}'s spec ({got(document, 'spec')})"))
         return None
     if problems or meta is None:
         return None

@@ -65,7 +65,9 @@ def problem_from_pydantic(error: Any) -> Problem:
         message = f"unknown field {str(error['loc'][-1])!r}; check the spelling (see crds/)"
     elif kind in _PYDANTIC_MESSAGES:
         message = _PYDANTIC_MESSAGES[kind]
-        if kind != "missing":
+        if got is None and kind != "missing":
+            message += " (got null): give a value, or remove the key"
+        elif kind != "missing":
             message += f" (got {got!r})"
     else:
         message = error["msg"]

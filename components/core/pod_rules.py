@@ -468,7 +468,13 @@ def _check_resources(check: _Checker, resources: dict[str, Any], path: str) -> N
                     f"must be less than or equal to {name} limit of {written}",
                 )
         elif not _overcommit_allowed(name):
-            check.required(f"{path}.limits", "Limit must be set for non overcommitable resources")
+            # The API server's words, then the resource and the fix.
+            check.required(
+                f"{path}.limits",
+                "Limit must be set for non overcommitable resources: "
+                f"{name} is requested ({asked}) without a limit; add limits: {{{name}: {asked}}} "
+                "(the request of a resource that cannot be overcommitted must equal its limit)",
+            )
 
 
 def _resource_name(check: _Checker, name: str, path: str) -> bool:

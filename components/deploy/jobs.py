@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from trainjobs.cloud.scheduling import SchedulingProfile, apply_scheduling
 from trainjobs.core.documents import RUNTIME_KINDS, load_file
-from trainjobs.core.errors import ConfigError, Problem, SpecError, UserError
+from trainjobs.core.errors import ConfigError, Problem, SpecError, UserError, got, written
 from trainjobs.core.graph import GraphOptions
 from trainjobs.core.names import namespace_problems
 from trainjobs.core.terminal import escape
@@ -183,6 +183,7 @@ class KubeflowJob(TrainingJob, Generic[SpecT]):
         """Raise :class:`SpecError` unless ``document`` is a job of this class's kind (a List
         counts as its one job; a List the parser cannot read is left to its messages)."""
         kind = document.get("kind")
+        said = got(document, "kind")
         if kind == "List" and isinstance(document.get("items"), list):
             jobs = [
                 item.get("kind")
@@ -192,6 +193,7 @@ class KubeflowJob(TrainingJob, Generic[SpecT]):
             if len(jobs) != 1:
                 return
             kind = jobs[0]
+            said = f"got {written(kind)}"
         if kind == cls.KIND:
             return
         if isinstance(kind, str) and kind in KINDS:
@@ -199,7 +201,7 @@ class KubeflowJob(TrainingJob, Generic[SpecT]):
         else:
             fix = f"set kind: {cls.KIND} in the document"
         problem = Problem(
-            "kind", f"must be {cls.KIND}, the kind trainjobs.{cls.KIND} reads (got {kind!r}); {fix}"
+            "kind", f"must be {cls.KIND}, the kind trainjobs.{cls.KIND} reads ({said}); {fix}"
         )
         raise SpecError(source, [problem])
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from trainjobs.core.errors import Problem, SpecError
+from trainjobs.core.errors import Problem, SpecError, one_of
 from trainjobs.core.graph import GraphOptions
 from trainjobs.core.rendered_pods import check_graph
 from trainjobs.core.set_paths import SetPaths
@@ -135,9 +135,8 @@ def parse_job(
         )
     entry = KINDS.get(kind) if isinstance(kind, str) else None
     if entry is None:
-        raise SpecError(
-            source, [Problem("kind", f"must be one of {', '.join(KINDS)} (got {kind!r})")]
-        )
+        example = f"kind: {next(iter(KINDS))}"
+        raise SpecError(source, [Problem("kind", one_of(document, "kind", list(KINDS), example))])
     job = entry.parse(document, source, namespace, options or GraphOptions())
     # Every kind's final pod templates, whatever was added to them after the spec's checks.
     warnings = list(job.warnings)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from trainjobs.core.documents import load_documents
-from trainjobs.core.errors import Problem
+from trainjobs.core.errors import Problem, got
 from trainjobs.core.graph import Manifest
 from trainjobs.core.job_document import validate_section
 from trainjobs.core.pod_rules import check_template_rules
@@ -65,9 +65,7 @@ def runtime_from(document: dict[str, Any], source: str, problems: list[Problem])
     where = f"{kind}/{name}" if name else kind
     if document.get("apiVersion") != API_VERSION:
         problems.append(
-            Problem(
-                f"{where}.apiVersion", f"must be {API_VERSION} (got {document.get('apiVersion')!r})"
-            )
+            Problem(f"{where}.apiVersion", f"must be {API_VERSION} ({got(document, 'apiVersion')})")
         )
         return None
     spec = document.get("spec")

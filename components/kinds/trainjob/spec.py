@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import Field
 
 from trainjobs.core import bounds, documents
-from trainjobs.core.errors import Problem
+from trainjobs.core.errors import Problem, got
 from trainjobs.core.job_document import validate_section
 from trainjobs.core.models import ObjectMeta
 from trainjobs.core.pod_rules import check_annotation_keys, check_labels
@@ -219,7 +219,9 @@ def read(
     """The TrainJob's envelope and spec, with a problem per rule the API server enforces."""
     api_version = document.get("apiVersion")
     if api_version != API_VERSION:
-        problems.append(Problem("apiVersion", f"must be {API_VERSION} (got {api_version!r})"))
+        problems.append(
+            Problem("apiVersion", f"must be {API_VERSION} ({got(document, 'apiVersion')})")
+        )
     for key in document:
         if key not in ("apiVersion", "kind", "metadata", "spec", "status"):
             warnings.append(

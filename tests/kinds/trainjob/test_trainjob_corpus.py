@@ -72,12 +72,14 @@ REFUSED = {
         "dataset-initializer of the dataset-initializer job"
     ),
     "trainjob-v1alpha1-kueue-docs-fragment-no-kind.yaml": (
-        f"kind: must be one of {', '.join(KINDS)} (got None)"
+        f"kind: must be one of {', '.join(KINDS)} (not set): add the job's kind, e.g. kind: ChainerJob"
     ),
     # nvidia.com/gpu in requests only: the API server refuses the Job's pod template.
     "trainjob-v1alpha1-kueue-docs-pytorch-distributed.yaml": (
         "spec.trainer.resourcesPerNode.limits: Required value: Limit must be set for non "
-        "overcommitable resources"
+        "overcommitable resources: nvidia.com/gpu is requested (1) without a limit; add limits: "
+        "{nvidia.com/gpu: 1} (the request of a resource that cannot be overcommitted must equal "
+        "its limit)"
     ),
     "trainjob-v2alpha1-kubeflow-trainer-kep2170-torch-ddp.yaml": (
         "apiVersion: must be trainer.kubeflow.org/v1alpha1 (got 'trainer.kubeflow.org/v2alpha1')"
