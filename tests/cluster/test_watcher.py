@@ -114,6 +114,28 @@ def test_complete_job_scales_workers_to_zero_and_succeeds(running_job: FakeKube,
     assert outputs["diagnosis"] is None
 
 
+def test_an_evicted_worker_fails_nothing_the_launcher_decides(running_job: FakeKube, api: Any):
+    """A decided difference from mpi-operator, whose ``updateMPIJobStatus`` fails a v2beta1
+    job at once when a worker pod is Failed with reason Evicted ("1/2 workers are evicted"):
+    here workers are a StatefulSet, which replaces the evicted pod under the same name, and
+    the launcher's Job decides, its backoffLimit retrying mpirun against the replacement
+    (docs/kinds/mpijob.md, "Who decides")."""
+    running_job.add_pod(
+        f"{STS}-1",
+        job_name=STS,
+        phase="Failed",
+        containers=[terminated("worker", 137, "Error")],
+        reason="Evicted",
+        message="The node was low on resource: memory.",
+    )
+    watch = Watch(running_job, api)
+    running_job.complete_job(JOB, succeeded=1)
+
+    outcome = watch.outcome()
+
+    assert (outcome.status.phase, outcome.status.reason) == ("Succeeded", "CompletionsReached")
+
+
 def test_complete_condition_without_reason_reports_complete(running_job: FakeKube, api: Any):
     watch = Watch(running_job, api)
     running_job.complete_job(JOB, reason=None)
