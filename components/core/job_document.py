@@ -81,18 +81,25 @@ def metadata_problems(meta: ObjectMeta) -> list[Problem]:
     return problems
 
 
-def _metadata(value: Any, problems: list[Problem], warnings: list[Problem]) -> ObjectMeta | None:
-    if isinstance(value, dict) and not value.get("name") and value.get("generateName"):
-        # The API server would append a random suffix on each create; a stack creates its
-        # job once and names every object after it, so the prefix is the name.
-        name = str(value["generateName"]).rstrip("-")
-        warnings.append(
-            Problem(
-                "metadata.generateName",
-                f"a stack creates its job once, under fixed names: the job is named {name!r}",
-            )
+def named(metadata: Any, warnings: list[Problem]) -> Any:
+    """``metadata`` with the name a ``generateName`` stands for, and a warning saying so; any
+    other value as it is. The API server would append a random suffix on each create; a stack
+    creates its job once and names every object (hostfiles, RBAC resourceNames) after it, so
+    the prefix, without its trailing dash, is the name."""
+    if not isinstance(metadata, dict) or metadata.get("name") or not metadata.get("generateName"):
+        return metadata
+    name = str(metadata["generateName"]).rstrip("-")
+    warnings.append(
+        Problem(
+            "metadata.generateName",
+            f"a stack creates its job once, under fixed names: the job is named {name!r}",
         )
-        value = {**value, "name": name}
+    )
+    return {**metadata, "name": name}
+
+
+def _metadata(value: Any, problems: list[Problem], warnings: list[Problem]) -> ObjectMeta | None:
+    value = named(value, warnings)
     if value is None:
         problems.append(Problem("metadata.name", "required: the job's name"))
         return None

@@ -25,7 +25,7 @@ from trainjobs.core import quantity
 from trainjobs.core.bounds import INT32_MAX, replicas_problem, total_pods_problem
 from trainjobs.core.documents import load_file
 from trainjobs.core.errors import Problem, SpecError
-from trainjobs.core.job_document import metadata_problems
+from trainjobs.core.job_document import metadata_problems, named
 from trainjobs.core.models import ObjectMeta, problem_from_pydantic
 from trainjobs.core.names import DNS1123_LABEL, JobNames, check_name_limits
 from trainjobs.core.pod_template import GPU_RESOURCE, PodTemplate, check_pod_template
@@ -167,12 +167,16 @@ def set_paths(document: dict[str, Any]) -> SetPaths:
 
 def parse(document: dict[str, Any], source: str, namespace: str = "default") -> MpiPlan:
     """Validate a ChainerJob document and apply defaults. Raises SpecError listing every problem."""
+    warnings: list[Problem] = []
+    if "metadata" in document:
+        document = {**document, "metadata": named(document["metadata"], warnings)}
     try:
         job = ChainerJob.model_validate(document)
     except ValidationError as error:
-        raise SpecError(source, [problem_from_pydantic(e) for e in error.errors()]) from None
+        found = [problem_from_pydantic(e) for e in error.errors()]
+        raise SpecError(source, found, warnings) from None
     problems: list[Problem] = []
-    warnings = unknown_fields(job.spec, "spec", f"{KIND} {API_VERSION}")
+    warnings += unknown_fields(job.spec, "spec", f"{KIND} {API_VERSION}")
     warnings += [
         Problem(key, "not a field of a Kubernetes object: it has no effect here")
         for key in job.model_extra or {}

@@ -23,7 +23,7 @@ from pydantic import Field
 
 from trainjobs.core import bounds, documents
 from trainjobs.core.errors import Problem, got
-from trainjobs.core.job_document import validate_section
+from trainjobs.core.job_document import named, validate_section
 from trainjobs.core.models import ObjectMeta
 from trainjobs.core.pod_rules import check_annotation_keys, check_labels
 from trainjobs.core.set_paths import SetPaths, spec_of
@@ -227,7 +227,8 @@ def read(
             warnings.append(
                 Problem(str(key), "not a field of a Kubernetes object: it has no effect here")
             )
-    meta = validate_section(ObjectMeta, document.get("metadata"), "metadata", problems)
+    metadata = named(document.get("metadata"), warnings)
+    meta = validate_section(ObjectMeta, metadata, "metadata", problems)
     if meta is not None:
         problems += _name_problems(meta.name)
     spec = validate_section(TrainJobSpec, document.get("spec"), "spec", problems)
