@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import Any
 
 from trainjobs.core.errors import Problem
@@ -54,6 +55,7 @@ def check_pod_template(
     problems: list[Problem],
     warnings: list[Problem],
     default_container: str,
+    provided: Provided | None = None,
 ) -> tuple[PodTemplate, str]:
     """Check a PodTemplate as the API server would and name a lone unnamed container.
 
@@ -61,7 +63,8 @@ def check_pod_template(
     server's rules (:mod:`~trainjobs.core.pod_rules`), then what trainjobs itself relies
     on; each problem once, at its field path. Returns a deep copy (the caller's spec is never
     mutated) and the main container's name: the one named ``default_container`` if any, else
-    the first.
+    the first. ``provided``: the volumes a controller appends to the pod, checked with the
+    template's own (its mounts may name them), left out of the copy returned.
     """
     template = copy.deepcopy(template)
     own: list[Problem] = []
@@ -69,12 +72,59 @@ def check_pod_template(
     if main is None:
         problems.extend(own)
         return template, default_container
+    checked = template
+    if provided is not None and provided.volumes:
+        checked = copy.deepcopy(template)
+        pod = checked["spec"]
+        pod["volumes"] = [*(pod.get("volumes") or []), *provided.volumes]
     types: list[Problem] = []
     rules: list[Problem] = []
-    check_template_types(template, path, types, warnings)
-    check_template_rules(template, path, rules)
+    check_template_types(checked, path, types, warnings)
+    check_template_rules(checked, path, rules)
+    if checked is not template and provided is not None:
+        rules = _named_provider(rules, checked, path, provided)
     problems.extend(_each_place_once(own, types, rules))
     return template, main
+
+
+@dataclass(frozen=True)
+class Provided:
+    """Volumes a controller appends to a pod it makes from a template, and who it is."""
+
+    by: str
+    volumes: tuple[dict[str, Any], ...]
+
+
+def _named_provider(
+    rules: list[Problem], checked: PodTemplate, path: str, provided: Provided
+) -> list[Problem]:
+    """A clash with a provided volume is reported at the template's own volume of that name,
+    which is the one to rename."""
+    volumes = checked["spec"]["volumes"]
+    first = len(volumes) - len(provided.volumes)
+    own = {v.get("name"): i for i, v in reversed(list(enumerate(volumes[:first])))}
+    found = []
+    for problem in rules:
+        index = next(
+            (
+                i
+                for i in range(first, len(volumes))
+                if problem.path == f"{path}.spec.volumes[{i}].name"
+            ),
+            None,
+        )
+        name = volumes[index].get("name") if index is not None else None
+        if index is None or name not in own:
+            found.append(problem)
+            continue
+        found.append(
+            Problem(
+                f"{path}.spec.volumes[{own[name]}].name",
+                f"{problem.message}: {provided.by} adds a volume of that name to the pod; "
+                "rename yours",
+            )
+        )
+    return found
 
 
 def check_final_template(

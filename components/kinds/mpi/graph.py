@@ -19,6 +19,7 @@ from trainjobs.core import jobset
 from trainjobs.core.gang import join, pod_group
 from trainjobs.core.graph import Graph, GraphOptions, Manifest, Node
 from trainjobs.core.labels import JOB_ROLE, REPLICA_TYPE, WORKER_SET, common_labels, metadata
+from trainjobs.core.names import JobNames
 from trainjobs.core.pod_template import default_field, main_container, replace_env, with_env
 from trainjobs.kinds.mpi import assets, queued, ssh_assets
 from trainjobs.kinds.mpi.plan import MpiPlan, WorkerGroup
@@ -27,7 +28,11 @@ ASSETS_VOLUME = "trainjobs-assets"
 KUBECTL_VOLUME = "trainjobs-kubectl"
 SSH_VOLUME = "trainjobs-ssh"
 SSH_STATE_VOLUME = "trainjobs-ssh-state"
-SSH_AUTH_VOLUME = "trainjobs-ssh-auth"
+# An MPIJob operator's volume names (mpi-operator pkg/controller/mpi_job_controller.go
+# configVolumeName and sshAuthVolume; training-operator's configVolumeName): a user's template
+# may mount them, e.g. in an init container that reads the hostfile.
+CONFIG_VOLUME = "mpi-job-config"
+SSH_AUTH_VOLUME = "ssh-auth"
 
 # Workers that give no command of their own are exec targets (KEP-141): they sleep until told
 # to stop, and exit 0 on SIGTERM at once (a plain `sleep` as PID 1 would ignore SIGTERM and
@@ -305,26 +310,42 @@ def _operator_additions(
     flavour = plan.flavour
     replace_env(container, env)
     pod = template["spec"]
+    ssh_mount = flavour.ssh_auth_mount_path if ssh else None
+    volumes = operator_volumes(plan.names, flavour.config_mount, ssh_mount)
     mounts: list[Manifest] = []
     if flavour.config_mount is not None:
-        mounts.append({"name": ASSETS_VOLUME, "mountPath": flavour.config_mount, "readOnly": True})
-    if ssh and flavour.ssh_auth_mount_path is not None:
-        # As mpi-operator's setupSSHOnPod (pkg/controller/mpi_job_controller.go): owner-only
-        # files under /root/.ssh, the Secret's default mode elsewhere.
+        mounts.append({"name": CONFIG_VOLUME, "mountPath": flavour.config_mount, "readOnly": True})
+    if ssh_mount is not None:
+        mounts.append({"name": SSH_AUTH_VOLUME, "mountPath": ssh_mount})
+    if volumes:
+        pod["volumes"] = [*(pod.get("volumes") or []), *volumes]
+        container["volumeMounts"] = [*(container.get("volumeMounts") or []), *mounts]
+
+
+def operator_volumes(
+    names: JobNames, config_mount: str | None, ssh_auth_mount_path: str | None
+) -> list[Manifest]:
+    """The volumes an MPIJob's operator adds to its pods, under its names: the job's
+    ConfigMap for its files (mounted at ``config_mount``), and the job's key pair (mounted at
+    ``ssh_auth_mount_path``, with ssh), as mpi-operator's setupSSHOnPod mounts it: owner-only
+    files under /root/.ssh, the Secret's default mode elsewhere."""
+    found: list[Manifest] = []
+    if config_mount is not None:
+        config_map = {"name": names.assets, "defaultMode": 0o555}
+        found.append({"name": CONFIG_VOLUME, "configMap": config_map})
+    if ssh_auth_mount_path is not None:
         secret: Manifest = {
-            "secretName": plan.names.ssh_secret,
+            "secretName": names.ssh_secret,
             "items": [
                 {"key": ssh_assets.PRIVATE_KEY, "path": "id_rsa"},
                 {"key": ssh_assets.PUBLIC_KEY, "path": "id_rsa.pub"},
                 {"key": ssh_assets.PUBLIC_KEY, "path": "authorized_keys"},
             ],
         }
-        if flavour.ssh_auth_mount_path == "/root/.ssh":
+        if ssh_auth_mount_path == "/root/.ssh":
             secret["defaultMode"] = 0o600
-        pod["volumes"] = [*(pod.get("volumes") or []), {"name": SSH_AUTH_VOLUME, "secret": secret}]
-        mounts.append({"name": SSH_AUTH_VOLUME, "mountPath": flavour.ssh_auth_mount_path})
-    if mounts:
-        container["volumeMounts"] = [*(container.get("volumeMounts") or []), *mounts]
+        found.append({"name": SSH_AUTH_VOLUME, "secret": secret})
+    return found
 
 
 def _ssh_env() -> list[Manifest]:

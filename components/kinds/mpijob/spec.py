@@ -32,7 +32,7 @@ from trainjobs.core.graph import GraphOptions
 from trainjobs.core.job_document import read_envelope, validate_section
 from trainjobs.core.jobset import QUEUE_LABEL, is_queued, pod_name_problem
 from trainjobs.core.names import JobNames, check_name_limits
-from trainjobs.core.pod_template import check_pod_template
+from trainjobs.core.pod_template import Provided, check_pod_template
 from trainjobs.core.replica_spec import (
     ReplicaSpec,
     ReplicaSpecBeforeV1,
@@ -43,6 +43,7 @@ from trainjobs.core.replica_spec import (
 from trainjobs.core.set_paths import SetPaths, replica_map
 from trainjobs.core.spec_model import SpecModel, unknown_fields
 from trainjobs.kinds.mpi.flavour import MpiFlavour
+from trainjobs.kinds.mpi.graph import operator_volumes
 from trainjobs.kinds.mpi.plan import Master, MpiPlan, WorkerGroup
 from trainjobs.kinds.mpijob import operator
 
@@ -267,11 +268,18 @@ def _plan(
                     f"must be one of {', '.join(LAUNCHER_CREATION_POLICIES)} (got {policy!r})",
                 )
             )
+    # The user's templates may mount what the operator adds (as the launcher's init
+    # containers of real MPIJobs do).
+    key_mount = ssh_mount if version == "v2beta1" and workers else None
+    provided = Provided(
+        "training-operator" if version == "v1" else "mpi-operator",
+        tuple(operator_volumes(names, operator.CONFIG_MOUNT, key_mount)),
+    )
     launcher_template, launcher_container = _template(
-        launcher.template, f"{path}.{LAUNCHER}.template", problems, warnings
+        launcher.template, f"{path}.{LAUNCHER}.template", problems, warnings, provided
     )
     worker_template, worker_container = (
-        _template(worker.template, f"{path}.{WORKER}.template", problems, warnings)
+        _template(worker.template, f"{path}.{WORKER}.template", problems, warnings, provided)
         if worker is not None and workers
         else ({}, DEFAULT_CONTAINER_NAME)
     )
@@ -500,13 +508,19 @@ def _check_worker_restart(version: str, policy: str, path: str, problems: list[P
 
 
 def _template(
-    template: Any, path: str, problems: list[Problem], warnings: list[Problem]
+    template: Any,
+    path: str,
+    problems: list[Problem],
+    warnings: list[Problem],
+    provided: Provided,
 ) -> tuple[dict[str, Any], str]:
     """A replica's pod template and its first container, the one every operator sets up."""
     if not isinstance(template, dict):
         problems.append(Problem(path, "required: the replica's pod template"))
         return {}, DEFAULT_CONTAINER_NAME
-    checked, main = check_pod_template(template, path, problems, warnings, DEFAULT_CONTAINER_NAME)
+    checked, main = check_pod_template(
+        template, path, problems, warnings, DEFAULT_CONTAINER_NAME, provided
+    )
     containers = (checked.get("spec") or {}).get("containers") or []
     first = containers[0].get("name") if containers and isinstance(containers[0], dict) else None
     return checked, first or main

@@ -245,7 +245,7 @@ def test_a_spec_its_operator_runs_renders_as_that_operator_runs_it(path, tmp_pat
     # The hostfile: every worker with its slots, where the operator mounts it.
     config = objects[f"ConfigMap/{name}-config"]
     assert config["data"]["hostfile"] == expected_hostfile(doc)
-    assert {"name": "trainjobs-assets", "mountPath": "/etc/mpi", "readOnly": True} in pod[
+    assert {"name": "mpi-job-config", "mountPath": "/etc/mpi", "readOnly": True} in pod[
         "containers"
     ][0]["volumeMounts"]
     # The operator's env, each once, with the operator's values.

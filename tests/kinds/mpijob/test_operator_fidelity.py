@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.kinds.mpijob.test_spec import mpijob, objects
+from tests.kinds.mpijob.test_spec import launcher, mpijob, objects, validate
 from trainjobs.kinds.mpi.ssh_assets import SSH_DIR_ENV, secret_files
 
 
@@ -194,4 +194,45 @@ def test_the_cluster_waiter_finds_workers_running_their_own_sshd_ready(image_ssh
     assert result.returncode == 0, result.stdout + result.stderr
     assert "cluster_waiter: pi-worker-0 is ready\ncluster_waiter: pi-worker-1 is ready\n" in (
         result.stdout
+    )
+
+
+def test_the_users_templates_may_mount_the_volumes_the_operator_adds():
+    document = mpijob("v2beta1")
+    launcher_pod = document["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
+    launcher_pod["initContainers"] = [
+        {
+            "name": "show-hostfile",
+            "image": "busybox:1",
+            "command": ["cat", "/etc/mpi/hostfile"],
+            "volumeMounts": [
+                {"name": "mpi-job-config", "mountPath": "/etc/mpi"},
+                {"name": "ssh-auth", "mountPath": "/root/.ssh"},
+            ],
+        }
+    ]
+
+    found = objects(document)
+
+    volumes = {v["name"]: v for v in launcher(found)["spec"]["volumes"]}
+    assert volumes["mpi-job-config"] == {
+        "name": "mpi-job-config",
+        "configMap": {"name": "pi-config", "defaultMode": 0o555},
+    }
+    assert volumes["ssh-auth"]["secret"]["secretName"] == "pi-ssh"
+    worker_volumes = [v["name"] for v in worker_pod(found)["volumes"]]
+    assert "ssh-auth" in worker_volumes
+
+
+def test_a_users_volume_named_like_the_operators_is_refused_as_a_duplicate(tmp_path):
+    document = mpijob("v2beta1")
+    launcher_pod = document["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
+    launcher_pod["volumes"] = [{"name": "ssh-auth", "emptyDir": {}}]
+
+    result = validate(tmp_path, document)
+
+    assert (result.returncode, result.stderr.splitlines()[1]) == (
+        2,
+        "  spec.mpiReplicaSpecs.Launcher.template.spec.volumes[0].name: Duplicate value: "
+        '"ssh-auth": mpi-operator adds a volume of that name to the pod; rename yours',
     )

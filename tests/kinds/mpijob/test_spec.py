@@ -126,7 +126,7 @@ def test_v2beta1_mounts_the_key_where_sshAuthMountPath_says_as_the_operator_does
     pod = found["StatefulSet/pi-worker"]["spec"]["template"]["spec"]
 
     assert pod["volumes"][-1] == {
-        "name": "trainjobs-ssh-auth",
+        "name": "ssh-auth",
         "secret": {
             "secretName": "pi-ssh",
             "items": [
@@ -137,8 +137,8 @@ def test_v2beta1_mounts_the_key_where_sshAuthMountPath_says_as_the_operator_does
         },
     }
     assert pod["containers"][0]["volumeMounts"][-2:] == [
-        {"name": "trainjobs-assets", "mountPath": "/etc/mpi", "readOnly": True},
-        {"name": "trainjobs-ssh-auth", "mountPath": "/home/mpiuser/.ssh"},
+        {"name": "mpi-job-config", "mountPath": "/etc/mpi", "readOnly": True},
+        {"name": "ssh-auth", "mountPath": "/home/mpiuser/.ssh"},
     ]
 
 
