@@ -91,6 +91,7 @@ def test_the_wheel_holds_only_the_trainjobs_package(tmp_path):
         "trainjobs"
     }
     assert "trainjobs/deploy/jobs.py" in names
+    assert "trainjobs/kinds/trainjob/releases/v2.0.0.yaml" in names
 
 
 CONSTRUCT_WITH_RUNTIMES = """

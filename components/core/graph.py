@@ -37,6 +37,9 @@ class GraphOptions:
     tensorflow_server_image: str | None = None
     """Image of the standard TensorFlow server a TFJob v1alpha1 parameter server without a
     template runs, when the job's own ``tfImage`` does not name one."""
+    trainer_version: str | None = None
+    """The Kubeflow Trainer release whose default runtimes a TrainJob's runtimeRef finds (a
+    tag, ``v2.0.0`` on); None: the latest trainjobs has."""
 
 
 @dataclass(frozen=True)

@@ -68,9 +68,14 @@ def split_documents(document: dict[str, Any]) -> tuple[dict[str, Any], list[dict
 def parse(
     document: dict[str, Any], source: str, namespace: str, options: GraphOptions
 ) -> TrainJobPlan:
-    del options  # Trainer's runtimes say how pods are gang-scheduled, not the stack.
+    # Of the stack's options only the Trainer release counts: Trainer's runtimes say how
+    # pods are gang-scheduled, not the stack.
+    release = options.trainer_version or runtimes.LATEST
     problems: list[Problem] = []
     warnings: list[Problem] = []
+    unknown = runtimes.release_problem(release)
+    if unknown is not None:
+        raise SpecError(source, [unknown])
     job_document, runtime_documents = split_documents(document)
     given = [
         runtime
@@ -85,9 +90,11 @@ def parse(
     problems += _resources_problems(train)
     if problems:
         raise SpecError(source, problems, warnings)
-    runtime = runtimes.lookup(train.runtime_ref, given, namespace)
-    if runtime is None:
-        raise SpecError(source, [runtimes.missing(train.runtime_ref, given)], warnings)
+    found = runtimes.lookup(train.runtime_ref, given, namespace, release)
+    if found is None:
+        raise SpecError(source, [runtimes.missing(train.runtime_ref, given, release)], warnings)
+    runtime = found.runtime
+    warnings += [found.warning] if found.warning is not None else []
     unsupported = sorted(set(runtime.ml_policy) - SUPPORTED_POLICIES)
     if unsupported:
         raise SpecError(

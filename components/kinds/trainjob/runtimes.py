@@ -1,12 +1,14 @@
 """Training runtimes: Kubeflow Trainer's released ClusterTrainingRuntimes, and a user's own.
 
-The released ones are data (``runtimes.yaml`` beside this module): Kubeflow Trainer v2.3.0's
-``manifests/base/runtimes`` (kubeflow/trainer tag v2.3.0, commit
-658725bdae5c7e3a0854d93ac6ff492e109a22ab), read through the project's bounded YAML loader. A
-``ClusterTrainingRuntime`` or ``TrainingRuntime`` document in the TrainJob's own file takes
-precedence over a released runtime of the same kind and name, as one installed on the cluster
-would (``pkg/runtime/core/clustertrainingruntime.go`` and ``trainingruntime.go`` look the
-runtime up by name, then kind).
+The released ones are data, one file per release from v2.0 (``releases/<tag>.yaml`` beside
+this module): each release's ``manifests/base/runtimes`` at its tag in kubeflow/trainer (the
+tag and commit head each file), read through the project's bounded YAML loader. The latest is
+selected unless ``GraphOptions.trainer_version`` names another. A ``ClusterTrainingRuntime`` or
+``TrainingRuntime`` document in the TrainJob's own file takes precedence over a released
+runtime of the same kind and name, as one installed on the cluster would
+(``pkg/runtime/core/clustertrainingruntime.go`` and ``trainingruntime.go`` look the runtime up
+by name, then kind). A name the selected release lacks but an earlier one shipped is found in
+the newest such release, with a warning: a cluster that installed it then still has it.
 """
 
 from __future__ import annotations
@@ -27,13 +29,14 @@ from trainjobs.core.pod_schema import check_template_types
 from trainjobs.kinds.trainjob.runtime_spec import TrainingRuntimeSpec
 from trainjobs.kinds.trainjob.spec import API_VERSION, RUNTIME_KINDS, RuntimeRef
 
-RELEASE = "v2.3.0"
-COMMIT = "658725bdae5c7e3a0854d93ac6ff492e109a22ab"
-SHIPPED = Path(__file__).with_name("runtimes.yaml")
+RELEASES = ("v2.0.0", "v2.0.1", "v2.1.0", "v2.2.0", "v2.2.1", "v2.3.0")
+"""Kubeflow Trainer's releases whose runtimes are here, oldest first."""
+LATEST = RELEASES[-1]
+RELEASE_DIR = Path(__file__).with_name("releases")
 NOT_RENDERED = ("torchtune-llama3.2-1b", "torchtune-llama3.2-3b", "torchtune-qwen2.5-1.5b")
-"""ClusterTrainingRuntimes Trainer v2.3.0 installs that trainjobs does not render: the torchtune
-ones (``manifests/base/runtimes/torchtune``). Their JobSet shares an ``initializer`` claim
-through ``volumeClaimPolicies``, which JobSet v0.12's controller creates and mounts
+"""ClusterTrainingRuntimes Trainer installs (v2.0 on) that trainjobs does not render: the
+torchtune ones (``manifests/base/runtimes/torchtune``). Their JobSet shares an ``initializer``
+claim through ``volumeClaimPolicies``, which JobSet v0.12's controller creates and mounts
 (``pkg/controllers/volume_claim_policy.go``), and Trainer's torch plugin rewrites a TrainJob's
 ``tune run`` command (``pkg/runtime/framework/plugins/torch/torch.go`` and ``torchtune.go``)."""
 
@@ -185,21 +188,53 @@ def _at(value: Any, *keys: str) -> Any:
 
 
 @functools.cache
-def shipped() -> tuple[Runtime, ...]:
-    """Kubeflow Trainer's released ClusterTrainingRuntimes."""
+def shipped(release: str = LATEST) -> tuple[Runtime, ...]:
+    """The ClusterTrainingRuntimes Kubeflow Trainer ``release`` installs."""
     problems: list[Problem] = []
     found = [
-        runtime_from(document, f"Kubeflow Trainer {RELEASE}", problems)
-        for document in load_documents(SHIPPED)
+        runtime_from(document, f"Kubeflow Trainer {release}", problems)
+        for document in load_documents(RELEASE_DIR / f"{release}.yaml")
     ]
     assert not problems, problems
     return tuple(runtime for runtime in found if runtime is not None)
 
 
-def lookup(ref: RuntimeRef, given: list[Runtime], namespace: str) -> Runtime | None:
-    """The runtime ``ref`` names: one given beside the TrainJob first, then a released one.
-    A TrainingRuntime is namespaced: only one in the TrainJob's namespace is found."""
-    for runtime in [*given, *shipped()]:
+def release_problem(release: str) -> Problem | None:
+    """A release whose runtimes are not here."""
+    if release in RELEASES:
+        return None
+    return Problem(
+        "trainerVersion",
+        f"{release!r} is not a Kubeflow Trainer release trainjobs has the runtimes of; choose "
+        f"one of {', '.join(RELEASES)}",
+    )
+
+
+@dataclass(frozen=True)
+class Found:
+    runtime: Runtime
+    warning: Problem | None = None
+    """Set when an earlier release than the selected one shipped it."""
+
+
+def lookup(
+    ref: RuntimeRef, given: list[Runtime], namespace: str, release: str = LATEST
+) -> Found | None:
+    """The runtime ``ref`` names: one given beside the TrainJob first, then one ``release``
+    installs, then the newest earlier release's of that name. A TrainingRuntime is
+    namespaced: only one in the TrainJob's namespace is found."""
+    found = _named(ref, [*given, *shipped(release)], namespace)
+    if found is not None:
+        return Found(found)
+    for earlier in reversed(RELEASES[: RELEASES.index(release)]):
+        found = _named(ref, list(shipped(earlier)), namespace)
+        if found is not None:
+            return Found(found, _earlier_release(ref, earlier, release))
+    return None
+
+
+def _named(ref: RuntimeRef, runtimes: list[Runtime], namespace: str) -> Runtime | None:
+    for runtime in runtimes:
         if runtime.kind == ref.kind and runtime.name == ref.name:
             if runtime.kind == "TrainingRuntime" and runtime.namespace not in (None, namespace):
                 continue
@@ -207,16 +242,26 @@ def lookup(ref: RuntimeRef, given: list[Runtime], namespace: str) -> Runtime | N
     return None
 
 
-def missing(ref: RuntimeRef, given: list[Runtime]) -> Problem:
+def _earlier_release(ref: RuntimeRef, earlier: str, release: str) -> Problem:
+    return Problem(
+        "spec.runtimeRef.name",
+        f"{ref.kind} {json.dumps(ref.name)} is one Kubeflow Trainer {earlier} installs (the "
+        f"newest release that does), not {release}: it is rendered as {earlier} ships it; on a "
+        "cluster, install it from that release's manifests/base/runtimes, or give it beside the "
+        "TrainJob in its file",
+    )
+
+
+def missing(ref: RuntimeRef, given: list[Runtime], release: str = LATEST) -> Problem:
     """Trainer's reason for a runtime it cannot find, and the runtimes there are."""
     if ref.kind not in RUNTIME_KINDS or ref.api_group != "trainer.kubeflow.org":
         return Problem("spec.runtimeRef", f"unsupported runtime: {ref.kind}.{ref.api_group}")
     resource = ref.kind[0].lower() + ref.kind[1:]
-    there = sorted({runtime.key for runtime in [*given, *shipped()]})
+    there = sorted({runtime.key for runtime in [*given, *shipped(release)]})
     if ref.kind == "ClusterTrainingRuntime" and ref.name in NOT_RENDERED:
         return Problem(
             "spec.runtimeRef",
-            f'ClusterTrainingRuntime "{ref.name}" is one of Kubeflow Trainer {RELEASE}\'s '
+            f'ClusterTrainingRuntime "{ref.name}" is one of Kubeflow Trainer {release}\'s '
             "torchtune fine-tuning runtimes, which trainjobs does not render: the "
             "'initializer' claim its JobSet's volumeClaimPolicies has JobSet's controller "
             "create, and the `tune run` command Trainer builds from a TrainJob's trainer, are "
@@ -230,6 +275,6 @@ def missing(ref: RuntimeRef, given: list[Runtime]) -> Problem:
         "spec.runtimeRef",
         f'{resource.lower()}s.trainer.kubeflow.org "{ref.name}" not found: specified '
         f"{resource} must be created before the TrainJob is created; the runtimes there are "
-        f"{', '.join(there)} (Kubeflow Trainer {RELEASE}'s, and those given beside the "
+        f"{', '.join(there)} (Kubeflow Trainer {release}'s, and those given beside the "
         "TrainJob in its file)",
     )

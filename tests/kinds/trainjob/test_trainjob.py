@@ -146,14 +146,16 @@ def test_a_runtime_that_does_not_exist_is_refused_listing_the_runtimes_there_are
 
 def test_the_cli_exits_2_on_a_missing_runtime(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     path = tmp_path / "tj.yaml"
-    path.write_text(yaml.safe_dump(trainjob("mpi-distributed")))
+    # No Trainer release shipped it (v2.0's mpi-distributed is found in v2.0.1's runtimes).
+    path.write_text(yaml.safe_dump(trainjob("mpi-distributed-v2")))
 
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err.splitlines()
     assert err[0] == f"{path}: invalid job spec (1 problem(s))"
     assert err[1].startswith(
-        '  spec.runtimeRef: clustertrainingruntimes.trainer.kubeflow.org "mpi-distributed" not '
-        "found: specified clusterTrainingRuntime must be created before the TrainJob is created"
+        '  spec.runtimeRef: clustertrainingruntimes.trainer.kubeflow.org "mpi-distributed-v2" '
+        "not found: specified clusterTrainingRuntime must be created before the TrainJob is "
+        "created"
     )
 
 

@@ -26,7 +26,7 @@ from trainjobs.kinds.registry import KINDS
 CORPUS = REPO / "tests" / "corpus"
 PREFIX = "trainjob-v1alpha1-"
 SHIPPED = yaml.safe_load_all(
-    (REPO / "components" / "kinds" / "trainjob" / "runtimes.yaml").read_text()
+    (REPO / "components" / "kinds" / "trainjob" / "releases" / "v2.3.0.yaml").read_text()
 )
 SHIPPED_RUNTIMES = {doc["metadata"]["name"]: doc for doc in SHIPPED}
 
