@@ -40,6 +40,10 @@ class GraphOptions:
     trainer_version: str | None = None
     """The Kubeflow Trainer release whose default runtimes a TrainJob's runtimeRef finds (a
     tag, ``v2.0.0`` on); None: the latest trainjobs has."""
+    runtimes: tuple[tuple[dict[str, Any], str], ...] = ()
+    """Training runtimes installed on the cluster apart from the jobs (each document and the
+    file it came from): a TrainJob's runtimeRef finds them after those in its own file and
+    before Trainer's released ones."""
 
 
 @dataclass(frozen=True)

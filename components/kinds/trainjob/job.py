@@ -77,10 +77,12 @@ def parse(
     if unknown is not None:
         raise SpecError(source, [unknown])
     job_document, runtime_documents = split_documents(document)
+    # The file's own runtimes first, then those installed apart from it.
+    documents = [(item, source) for item in runtime_documents] + list(options.runtimes)
     given = [
         runtime
-        for item in runtime_documents
-        if (runtime := runtimes.runtime_from(item, source, problems)) is not None
+        for item, found_in in documents
+        if (runtime := runtimes.runtime_from(item, found_in, problems)) is not None
     ]
     read = spec.read(job_document, problems, warnings)
     if read is None or problems:
