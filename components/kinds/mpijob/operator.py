@@ -82,6 +82,15 @@ def v2beta1_worker_dns_search(job: str, namespace: str) -> str:
     return f"{job}.{namespace}.svc.cluster.local"
 
 
+def v2beta1_host_network_dns(template: dict[str, Any]) -> None:
+    """``newWorker`` and ``newLauncherPodTemplate``: a pod on the host's network still
+    resolves the job's pod names through cluster DNS (``ClusterFirstWithHostNet``, whatever
+    ``dnsPolicy`` the template gave)."""
+    pod = template.get("spec") or {}
+    if pod.get("hostNetwork") is True:
+        pod["dnsPolicy"] = "ClusterFirstWithHostNet"
+
+
 def v1_launcher_env(user_env: list[Any], gpu_launcher: bool) -> Env:
     """``newLauncher`` (training-operator): Open MPI's agent and hostfile, no GPU unless the
     launcher asks for one, and Intel MPI's rsh bootstrap unless the user set it."""

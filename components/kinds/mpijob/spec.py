@@ -308,6 +308,9 @@ def _plan(
     if problems:
         return None
 
+    if version == "v2beta1":
+        for template in (launcher_template, worker_template):
+            operator.v2beta1_host_network_dns(template)
     gpu_launcher = version == "v1" and _asks_for_gpu(launcher_template)
     in_hostfile = as_worker or gpu_launcher
     launcher_template.setdefault("spec", {})["restartPolicy"] = launcher_restart

@@ -236,3 +236,16 @@ def test_a_users_volume_named_like_the_operators_is_refused_as_a_duplicate(tmp_p
         "  spec.mpiReplicaSpecs.Launcher.template.spec.volumes[0].name: Duplicate value: "
         '"ssh-auth": mpi-operator adds a volume of that name to the pod; rename yours',
     )
+
+
+def test_host_network_pods_resolve_cluster_names_as_newWorker_and_the_launcher_set():
+    document = mpijob("v2beta1")
+    for replica in ("Launcher", "Worker"):
+        pod = document["spec"]["mpiReplicaSpecs"][replica]["template"]["spec"]
+        pod["hostNetwork"] = True
+        pod["dnsPolicy"] = "Default"
+
+    found = objects(document)
+
+    assert launcher(found)["spec"]["dnsPolicy"] == "ClusterFirstWithHostNet"
+    assert worker_pod(found)["dnsPolicy"] == "ClusterFirstWithHostNet"
