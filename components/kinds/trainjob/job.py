@@ -97,6 +97,7 @@ def parse(
         raise SpecError(source, [runtimes.missing(train.runtime_ref, given, release)], warnings)
     runtime = found.runtime
     warnings += [found.warning] if found.warning is not None else []
+    warnings += runtimes.prune_for_release(runtime, release)
     unsupported = sorted(set(runtime.ml_policy) - SUPPORTED_POLICIES)
     if unsupported:
         raise SpecError(

@@ -209,7 +209,7 @@ def enforce(
     resources = node_resources(pod_sets, trainer)
     pet: list[Manifest] = [
         {"name": "PET_NNODES", "value": str(trainer_set.count)},
-        {"name": "PET_NPROC_PER_NODE", "value": _procs(trainer, resources)},
+        {"name": "PET_NPROC_PER_NODE", "value": _procs(trainer, policy, resources)},
         {"name": "PET_NODE_RANK", "valueFrom": rank},
         {"name": "PET_MASTER_ADDR", "value": master},
         {"name": "PET_MASTER_PORT", "value": str(PORT)},
@@ -297,9 +297,10 @@ def env_injection_problems(policy: Manifest, pod_sets: list[PodSet]) -> list[Pro
     ]
 
 
-def _procs(trainer: Trainer | None, resources: Manifest) -> str:
-    """PET_NPROC_PER_NODE: the TrainJob's int, else auto resolved by the node's devices."""
-    wanted: Any = "auto"
+def _procs(trainer: Trainer | None, policy: Manifest, resources: Manifest) -> str:
+    """PET_NPROC_PER_NODE: the TrainJob's, else (v2.0 and v2.1) the runtime's torch policy's,
+    else auto, resolved by the node's devices (v2.1.0 ``plugins/torch/torch.go``)."""
+    wanted: Any = (policy.get("torch") or {}).get("numProcPerNode") or "auto"
     if trainer is not None and trainer.num_proc_per_node is not None:
         wanted = trainer.num_proc_per_node
     if wanted == "cpu" or (wanted == "auto" and gpus(resources) == 0):

@@ -236,6 +236,35 @@ def shipped(release: str = LATEST) -> tuple[Runtime, ...]:
     return tuple(runtime for runtime in found if runtime is not None)
 
 
+TORCH_FIELDS_BEFORE_V2_2 = ("numProcPerNode", "elasticPolicy")
+"""``TorchMLPolicySource``'s fields in v2.0 and v2.1; v2.2.0's ``trainingruntime_types.go``
+leaves the struct empty (until v2.3's ``envInjection``)."""
+
+
+def prune_for_release(runtime: Runtime, release: str) -> list[Problem]:
+    """Remove, as the API server of ``release``'s CRD prunes them, the torch policy's fields
+    that release does not have; a warning for each."""
+    torch = runtime.ml_policy.get("torch")
+    if not isinstance(torch, dict) or RELEASES.index(release) < RELEASES.index("v2.2.0"):
+        return []
+    found = []
+    for field in TORCH_FIELDS_BEFORE_V2_2:
+        if field in torch:
+            del torch[field]
+            found.append(
+                Problem(
+                    f"{runtime.key}.spec.mlPolicy.torch.{field}",
+                    f"not a field of Kubeflow Trainer {release}'s runtime (v2.2 removed it), so "
+                    "the API server prunes it; set the TrainJob's spec.trainer.numProcPerNode "
+                    "instead"
+                    if field == "numProcPerNode"
+                    else f"not a field of Kubeflow Trainer {release}'s runtime (v2.2 removed "
+                    "it), so the API server prunes it",
+                )
+            )
+    return found
+
+
 def release_problem(release: str) -> Problem | None:
     """A release whose runtimes are not here."""
     if release in RELEASES:

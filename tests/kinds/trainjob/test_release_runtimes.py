@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
-from tests.kinds.trainjob.test_trainjob import trainjob
+from tests.kinds.trainjob.test_scheduling_plugins import beside
+from tests.kinds.trainjob.test_trainjob import RUNTIME, node_container, trainjob
 from trainjobs.core.errors import SpecError
 from trainjobs.core.graph import GraphOptions
 from trainjobs.kinds.registry import parse_job
@@ -83,4 +86,39 @@ def test_a_release_trainjobs_does_not_know_is_refused():
     assert [str(p) for p in caught.value.problems] == [
         "trainerVersion: 'v1.9.0' is not a Kubeflow Trainer release trainjobs has the runtimes "
         "of; choose one of v2.0.0, v2.0.1, v2.1.0, v2.2.0, v2.2.1, v2.3.0"
+    ]
+
+
+def torch_runtime_with_procs(procs):
+    runtime = copy.deepcopy(RUNTIME)
+    runtime["spec"]["mlPolicy"] = {"numNodes": 1, "torch": {"numProcPerNode": procs}}
+    del runtime["spec"]["podGroupPolicy"]
+    return runtime
+
+
+def procs_env(job) -> dict:
+    jobset = next(m for m in job.graph.manifests() if m["kind"] == "JobSet")
+    return node_container(jobset)["env"][1]
+
+
+def test_before_v2_2_the_runtimes_num_proc_per_node_is_the_default():
+    document = beside(trainjob(command=["torchrun", "t.py"]), torch_runtime_with_procs(3))
+
+    job = parse_job(document, "tj.yaml", options=GraphOptions(trainer_version="v2.1.0"))
+
+    assert procs_env(job) == {"name": "PET_NPROC_PER_NODE", "value": "3"}
+    assert job.warnings == ()
+
+
+def test_from_v2_2_the_runtimes_num_proc_per_node_is_pruned_with_a_warning():
+    document = beside(trainjob(command=["torchrun", "t.py"]), torch_runtime_with_procs(3))
+
+    job = parse_job(document, "tj.yaml")
+
+    # auto with no GPU: the node's CPU request (2).
+    assert procs_env(job) == {"name": "PET_NPROC_PER_NODE", "value": "2"}
+    assert [str(w) for w in job.warnings] == [
+        "ClusterTrainingRuntime/torch-distributed.spec.mlPolicy.torch.numProcPerNode: not a "
+        "field of Kubeflow Trainer v2.3.0's runtime (v2.2 removed it), so the API server prunes "
+        "it; set the TrainJob's spec.trainer.numProcPerNode instead"
     ]
