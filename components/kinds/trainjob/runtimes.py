@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from trainjobs.core.documents import load_documents
-from trainjobs.core.errors import Problem, UserError, got
+from trainjobs.core.errors import Problem, got
 from trainjobs.core.graph import Manifest
 from trainjobs.core.job_document import validate_section
 from trainjobs.core.pod_rules import check_template_rules
@@ -185,43 +185,6 @@ def _at(value: Any, *keys: str) -> Any:
     for key in keys:
         value = value.get(key) if isinstance(value, dict) else None
     return value
-
-
-RUNTIME_SUFFIXES = (".yaml", ".yml")
-
-
-def load_runtime_files(paths: list[str]) -> tuple[list[tuple[dict[str, Any], str]], list[Problem]]:
-    """The runtime documents of ``paths`` (files, or directories of ``*.yaml`` and ``*.yml``
-    files, read in name order), each with the file it came from; a warning for each other
-    document (a directory of Trainer's manifests holds its kustomization). A path that does
-    not exist is a user error."""
-    documents: list[tuple[dict[str, Any], str]] = []
-    warnings: list[Problem] = []
-    for given in paths:
-        path = Path(given)
-        if path.is_dir():
-            files = sorted(p for p in path.iterdir() if p.suffix in RUNTIME_SUFFIXES)
-        elif path.exists():
-            files = [path]
-        else:
-            raise UserError(
-                f"--runtimes {given!r}: no such file or directory; name a runtime file or a "
-                "directory of them"
-            )
-        for file in files:
-            for document in load_documents(file):
-                kind = document.get("kind") if isinstance(document, dict) else None
-                if isinstance(document, dict) and kind in RUNTIME_KINDS:
-                    documents.append((document, str(file)))
-                    continue
-                what = f"a {kind}" if isinstance(kind, str) else "a document without kind"
-                warnings.append(
-                    Problem(
-                        str(file),
-                        f"not a ClusterTrainingRuntime or TrainingRuntime ({what}): left out",
-                    )
-                )
-    return documents, warnings
 
 
 @functools.cache

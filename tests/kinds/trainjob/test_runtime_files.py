@@ -12,10 +12,10 @@ import yaml
 
 from tests.kinds.trainjob.test_scheduling_plugins import beside
 from tests.kinds.trainjob.test_trainjob import RUNTIME, trainjob
+from trainjobs.core.documents import load_runtime_files
 from trainjobs.core.errors import UserError
 from trainjobs.core.graph import GraphOptions
 from trainjobs.kinds.registry import parse_job
-from trainjobs.kinds.trainjob.runtimes import load_runtime_files
 
 
 def named(name: str) -> dict:
