@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,13 +28,43 @@ def report_warnings(source: str | Path, job: JobDefinition) -> None:
         print(escape(f"warning: {source}: {warning}"), file=sys.stderr)
 
 
+def trainer_options(args: argparse.Namespace) -> GraphOptions:
+    """`--trainer-version` and `--runtimes` as graph options; a warning line for each
+    document of a runtime file that is not a runtime."""
+    from trainjobs.core.documents import load_runtime_files
+
+    runtimes, warnings = load_runtime_files(args.runtimes)
+    for warning in warnings:
+        print(escape(f"warning: --runtimes: {warning}"), file=sys.stderr)
+    return GraphOptions(trainer_version=args.trainer_version, runtimes=tuple(runtimes))
+
+
+def add_trainer_options(parser: argparse.ArgumentParser) -> None:
+    """`--trainer-version` and `--runtimes`, shared by `validate`, `render` and `run`."""
+    parser.add_argument(
+        "--trainer-version",
+        metavar="TAG",
+        help="the Kubeflow Trainer release (v2.0.0 on) whose default runtimes a TrainJob's "
+        "runtimeRef finds (default: the latest)",
+    )
+    parser.add_argument(
+        "--runtimes",
+        action="append",
+        default=[],
+        metavar="FILE_OR_DIR",
+        help="training runtimes installed apart from the job: a file of them, or a directory "
+        "of such files (repeatable); found after those in the job's own file",
+    )
+
+
 def _validate(args: argparse.Namespace) -> int:
     from trainjobs.kinds.registry import load_job
 
+    options = trainer_options(args)
     failures = []
     for path in args.files:
         try:
-            job = load_job(path)
+            job = load_job(path, "default", options)
         except SpecError as error:
             failures.append(str(error))
             continue
@@ -49,7 +80,8 @@ def _render(args: argparse.Namespace) -> int:
     from trainjobs.core.manifests import dump_yaml, prepare_output_dir, write_manifests
     from trainjobs.kinds.registry import load_job
 
-    options = GraphOptions(
+    options = replace(
+        trainer_options(args),
         kubectl_image=args.kubectl_image,
         gang_scheduler=args.gang_scheduler,
         gang_scheduler_name=args.gang_scheduler_name,
@@ -91,6 +123,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog="exit codes: 0 all valid, 2 a file is invalid or unreadable",
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="job spec files (YAML)")
+    add_trainer_options(validate)
     validate.set_defaults(handler=_validate)
 
     render = subparsers.add_parser(
@@ -134,6 +167,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the pods' schedulerName for scheduler-plugins (default: scheduler-plugins-scheduler)",
     )
     add_mpi_transport(render)
+    add_trainer_options(render)
     render.set_defaults(handler=_render)
 
 

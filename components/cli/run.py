@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from trainjobs.cli.arguments import namespace_argument
-from trainjobs.cli.jobs import add_mpi_transport
+from trainjobs.cli.jobs import add_mpi_transport, add_trainer_options
 from trainjobs.core.errors import UserError
 from trainjobs.core.graph import DEFAULT_WAIT_TIMEOUT_SECONDS
 from trainjobs.engines import ENGINES
@@ -114,6 +114,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="refuse any image left unpinned by digest (as trainjobs:requireDigests)",
     )
     add_mpi_transport(run)
+    add_trainer_options(run)
     run.set_defaults(handler=_run)
     clean = subparsers.add_parser(
         "clean",
@@ -154,10 +155,9 @@ def _clean(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     # Imported here: `trainjobs --help` must not pay for the runtime.
-    from trainjobs.cli.jobs import report_warnings
+    from trainjobs.cli.jobs import report_warnings, trainer_options
     from trainjobs.cli.overrides import apply_overrides
     from trainjobs.core.documents import load_file
-    from trainjobs.core.graph import GraphOptions
     from trainjobs.images.registry_auth import pull_secrets
     from trainjobs.kinds.registry import parse_job
 
@@ -167,7 +167,7 @@ def _run(args: argparse.Namespace) -> int:
         if not separator or not reference or not declared:
             raise UserError(f"--map-image {item!r}: expected REF=DECLARED")
         aliases[reference] = declared
-    options = GraphOptions(mpi_transport=args.mpi_transport)
+    options = replace(trainer_options(args), mpi_transport=args.mpi_transport)
     if args.wait_timeout is not None:
         if args.wait_timeout <= 0:
             raise UserError("--wait-timeout must be a positive number of seconds")

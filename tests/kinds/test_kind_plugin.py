@@ -116,6 +116,7 @@ ALLOWED = {
     # Help of graph options that act on some kinds only (what each option changes).
     ("cli/jobs.py", "give TFJobs and PyTorchJobs a PodGroup their pods join"),
     ("cli/jobs.py", "how a ChainerJob's master starts MPI daemons"),
+    ("cli/jobs.py", "the Kubeflow Trainer release (v2.0.0 on) whose default runtimes a TrainJob"),
     ("cli/run.py", "change the spec before it is validated"),
     # The example images say which example job runs them.
     ("images/catalogue.py", "PyTorch 2.13.0 on CPU with the digits training script"),
