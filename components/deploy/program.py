@@ -14,6 +14,7 @@ import pulumi
 
 from trainjobs.cloud.scheduling import SchedulingProfile
 from trainjobs.core.bounds import parse_count
+from trainjobs.core.documents import load_runtime_files
 from trainjobs.core.errors import Problem, SpecError, UserError
 from trainjobs.core.gang import GANG_SCHEDULERS
 from trainjobs.core.graph import (
@@ -69,6 +70,8 @@ class StackSettings:
                 gang_scheduler=_gang_scheduler(config.get("gangScheduler")),
                 gang_scheduler_name=config.get("gangSchedulerName"),
                 mpi_transport=_mpi_transport(config.get("mpiTransport")),
+                trainer_version=config.get("trainerVersion"),
+                runtimes=_runtimes(config.get_object("runtimes")),
             ),
             gpu_pool=SchedulingProfile.from_config(config.get("gpuPool")),
             preflight=config.get_bool("preflight") is not False,
@@ -143,6 +146,23 @@ def _mpi_transport(value: str | None) -> str:
             f"(got {value!r})"
         )
     return value
+
+
+def _runtimes(value: Any) -> tuple[tuple[dict[str, Any], str], ...]:
+    """`trainjobs:runtimes`: files (or directories of files) of training runtimes installed
+    apart from the jobs, read as `--runtimes` reads them; a warning for each other document."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise UserError(
+            "stack config trainjobs:runtimes must be a list of runtime files or directories "
+            f"(got {value!r}); set it with `pulumi config set --path 'trainjobs:runtimes[0]' "
+            "FILE`"
+        )
+    documents, warnings = load_runtime_files(value)
+    for warning in warnings:
+        pulumi.log.warn(f"trainjobs:runtimes: {warning}")
+    return tuple(documents)
 
 
 def _image(value: str | None, key: str) -> str | None:
