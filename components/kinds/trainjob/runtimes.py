@@ -275,9 +275,10 @@ def _earlier_release(ref: RuntimeRef, earlier: str, release: str) -> Problem:
     return Problem(
         "spec.runtimeRef.name",
         f"{ref.kind} {json.dumps(ref.name)} is one Kubeflow Trainer {earlier} installs (the "
-        f"newest release that does), not {release}: it is rendered as {earlier} ships it; on a "
-        "cluster, install it from that release's manifests/base/runtimes, or give it beside the "
-        "TrainJob in its file",
+        f"newest release that does), not {release}: it is rendered as {earlier} ships it; "
+        f"select that release with --trainer-version {earlier} (stack config "
+        "trainjobs:trainerVersion), or on a cluster of a later release install it from that "
+        "release's manifests/base/runtimes",
     )
 
 

@@ -59,8 +59,9 @@ def test_a_runtime_only_an_earlier_release_shipped_is_found_there_with_a_warning
     assert [str(w) for w in job.warnings] == [
         'spec.runtimeRef.name: ClusterTrainingRuntime "mpi-distributed" is one Kubeflow Trainer '
         "v2.0.1 installs (the newest release that does), not v2.3.0: it is rendered as v2.0.1 "
-        "ships it; on a cluster, install it from that release's manifests/base/runtimes, or give "
-        "it beside the TrainJob in its file"
+        "ships it; select that release with --trainer-version v2.0.1 (stack config "
+        "trainjobs:trainerVersion), or on a cluster of a later release install it from that "
+        "release's manifests/base/runtimes"
     ]
 
 
