@@ -123,3 +123,18 @@ def test_from_v2_2_the_runtimes_num_proc_per_node_is_pruned_with_a_warning():
         "field of Kubeflow Trainer v2.3.0's runtime (v2.2 removed it), so the API server prunes "
         "it; set the TrainJob's spec.trainer.numProcPerNode instead"
     ]
+
+
+@pytest.mark.parametrize(
+    ("release", "name"),
+    [(release, r.name) for release in runtimes.RELEASES for r in runtimes.shipped(release)],
+)
+def test_every_released_runtime_renders_a_trainjob_under_its_release(release, name):
+    job = parse_job(
+        trainjob(name, command=["sh", "-c", "true"]),
+        "tj.yaml",
+        options=GraphOptions(trainer_version=release),
+    )
+
+    assert anchor(job) == f"ClusterTrainingRuntime/{name} (Kubeflow Trainer {release})"
+    assert any(m["kind"] == "JobSet" for m in job.graph.manifests())
