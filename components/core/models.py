@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 from trainjobs.core.errors import Problem
@@ -27,6 +27,13 @@ class ObjectMeta(BaseModel):
     namespace: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("labels", "annotations", mode="before")
+    @classmethod
+    def _null_is_unset(cls, value: Any) -> Any:
+        # The API server decodes a null map as a nil one (encoding/json, as apimachinery's
+        # ObjectMeta is read): the object has no labels, which is no error.
+        return {} if value is None else value
 
 
 _PYDANTIC_MESSAGES = {

@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
+from tests.conftest import REPO
 from trainjobs.cli import main
 
 PYTORCH = "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: a}\n"
@@ -78,3 +80,33 @@ def test_an_extended_resource_without_a_limit_names_the_resource_and_the_fix(tmp
         "(2) without a limit; add limits: {nvidia.com/gpu: 2} (the request of a resource that "
         "cannot be overcommitted must equal its limit)",
     )
+
+
+@pytest.mark.parametrize("kind", ["PyTorchJob", "TFJob", "ChainerJob", "MPIJob", "TrainJob"])
+def test_null_labels_and_annotations_are_unset_as_the_api_server_decodes_them(
+    tmp_path, capsys, kind
+):
+    # apimachinery decodes a JSON null map as a nil map: the object has no labels.
+    source = {
+        "PyTorchJob": "jobs/pytorch-mnist.yaml",
+        "TFJob": "jobs/tf-mnist.yaml",
+        "ChainerJob": "jobs/chainermn-mnist.yaml",
+        "MPIJob": "jobs/mpijob-chainermn.yaml",
+        "TrainJob": "jobs/trainjob-torch.yaml",
+    }[kind]
+    document = yaml.safe_load((REPO / source).read_text())
+    document["metadata"]["labels"] = None
+    document["metadata"]["annotations"] = None
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(document))
+    plain = tmp_path / "plain.yaml"
+    del document["metadata"]["labels"], document["metadata"]["annotations"]
+    plain.write_text(yaml.safe_dump(document))
+
+    assert main(["render", str(path), "--out", str(tmp_path / "null")]) == 0
+    assert main(["render", str(plain), "--out", str(tmp_path / "unset")]) == 0
+    capsys.readouterr()
+    rendered = sorted(p.name for p in (tmp_path / "null").iterdir())
+    assert rendered == sorted(p.name for p in (tmp_path / "unset").iterdir())
+    for name in rendered:
+        assert (tmp_path / "null" / name).read_text() == (tmp_path / "unset" / name).read_text()
