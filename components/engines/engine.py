@@ -189,13 +189,15 @@ class Engine(ABC):
             env=self.env,
         )
         assert process.stdout is not None
-        last: list[str] = []  # the last line only: callers keep what they show
+        last = ""  # the last line said: callers keep what they show
         for raw in process.stdout:
-            last = [raw.decode("utf-8", "replace").rstrip("\r\n")]
-            output(last[0])
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            output(line)
+            last = line.strip() or last
         code = process.wait()
         if code != 0:
-            raise EngineError(f"`{self.name} {args[0]}` failed (exit {code}): {last}")
+            reason = last or "no message"
+            raise EngineError(f"`{self.name} {args[0]}` failed (exit {code}): {reason}")
 
     # -- images -----------------------------------------------------------------------------
 

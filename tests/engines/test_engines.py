@@ -24,6 +24,7 @@ from trainjobs.engines.engine import (
     RUN_LABEL,
     BuildRequest,
     ContainerRequest,
+    EngineError,
     EngineUnavailable,
     Mount,
     PodRequest,
@@ -254,3 +255,18 @@ def test_podman_removes_every_named_pod_even_when_one_is_already_gone():
     finally:
         engine.remove_pods(["tj-engine-rm-2", "tj-engine-rm-3"])
         engine.remove_networks(["tj-engine-rm"])
+
+
+def test_a_failed_streamed_command_names_its_last_line_said(tmp_path: Path):
+    script = tmp_path / "engine"
+    script.write_text(
+        "#!/bin/sh\necho 'pushing layer 1'\necho 'denied: requested access'\necho\nexit 3\n"
+    )
+    script.chmod(0o755)
+    shown: list[str] = []
+
+    with pytest.raises(EngineError) as raised:
+        Podman(str(script)).stream(["push", "x"], shown.append)
+
+    assert shown == ["pushing layer 1", "denied: requested access", ""]
+    assert str(raised.value) == "`podman push` failed (exit 3): denied: requested access"
