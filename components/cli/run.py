@@ -181,7 +181,12 @@ def _run(args: argparse.Namespace) -> int:
         from trainjobs.images.pinning import pin_images, pins_from_file
 
         pins = pins_from_file(args.image_pins) if args.image_pins is not None else {}
-        graph = pin_images(job.graph, pins, require_digests=args.require_digests)
+        graph = pin_images(
+            job.graph,
+            pins,
+            require_digests=args.require_digests,
+            pins_from="the --image-pins file (trainjobs images build --push REGISTRY records one)",
+        )
         job = replace(job, graph=graph)
     if args.engine and args.runtime != "container":
         raise UserError("--engine: only with --runtime container")

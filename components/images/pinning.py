@@ -64,13 +64,20 @@ def pins_from_file(path: Path) -> dict[str, str]:
     return image_pins_from_config(text, source=str(path))
 
 
-def pin_images(graph: Graph, pins: Mapping[str, str], *, require_digests: bool = False) -> Graph:
+def pin_images(
+    graph: Graph,
+    pins: Mapping[str, str],
+    *,
+    require_digests: bool = False,
+    pins_from: str = IMAGES_CONFIG_KEY,
+) -> Graph:
     """A copy of ``graph`` whose containers run the digest-pinned images ``pins`` names.
 
     Every container counts: init containers (the kubectl delivery) and ephemeral ones too.
     An image is replaced only where a job names exactly a key of ``pins``. A pin that is not a
     digest is refused, and with ``require_digests`` so is any image left unpinned: nodes pull
-    a digest exactly, while a tag may point at a different image on each node.
+    a digest exactly, while a tag may point at a different image on each node. ``pins_from``:
+    where the user adds a pin (the stack's config, or a local run's pins file).
     """
     problems = _digest_problems(pins)
     if problems:
@@ -87,8 +94,7 @@ def pin_images(graph: Graph, pins: Mapping[str, str], *, require_digests: bool =
             if not is_digest_pinned(container["image"]):
                 unpinned.append(
                     f"{node.key}: spec.template.spec.{group}[{index}].image: "
-                    f"{container['image']} is not pinned by digest; add it to "
-                    f"{IMAGES_CONFIG_KEY}"
+                    f"{container['image']} is not pinned by digest; add it to {pins_from}"
                 )
         pinned.nodes.append(Node(manifest, node.depends_on))
     if require_digests and unpinned:

@@ -407,5 +407,6 @@ def test_require_digests_refuses_an_image_left_on_a_tag(tmp_path: Path):
     assert run.stderr == (
         "error: PyTorchJob tagged: 1 image(s) not pinned by digest\n"
         "  Job/tagged-master-0: spec.template.spec.containers[0].image: trainjobs/chainer:7.8.1 "
-        "is not pinned by digest; add it to trainjobs:images\n"
+        "is not pinned by digest; add it to the --image-pins file (trainjobs images build "
+        "--push REGISTRY records one)\n"
     )
