@@ -9,6 +9,9 @@ STAMP := $(VENV)/.installed
 AWS_STAMP := $(VENV)/.installed-aws
 IMAGES_STAMP := $(VENV)/.installed-images
 PYTORCH_STAMP := $(VENV)/.installed-pytorch
+XGBOOST_STAMP := $(VENV)/.installed-xgboost
+PADDLE_STAMP := $(VENV)/.installed-paddle
+JAX_STAMP := $(VENV)/.installed-jax
 TEST_STAMP := $(VENV)/.installed-test
 DOCS_STAMP := $(VENV)/.installed-docs
 # The TensorFlow image's Python for local runs: TensorFlow needs NumPy 2, Chainer NumPy 1.
@@ -42,6 +45,7 @@ HAVE_ENGINE = [ "$$(id -u)" = 0 ] && { command -v podman >/dev/null || docker ve
 
 .PHONY: setup setup-aws setup-images setup-pytorch setup-tf setup-test setup-infra setup-all \
 	setup-docs system-deps engine-deps registry-deps engine container-images test lint run run-pytorch run-tf \
+	setup-xgboost setup-paddle setup-jax run-xgboost run-paddle run-jax \
 	preview docs dist \
 	crds images bench clean
 
@@ -53,10 +57,14 @@ setup-aws: $(AWS_STAMP)          # GPU node pools, CUDA image repositories, `tra
 setup-images: $(IMAGES_STAMP)    # CUDA image builds (pulumi-docker-build)
 setup-pytorch: $(PYTORCH_STAMP)  # local PyTorch runs (CPU torch)
 setup-tf: $(TF_STAMP)            # local TensorFlow runs (their own virtualenv)
+setup-xgboost: $(XGBOOST_STAMP)  # local XGBoostJob runs (CPU XGBoost)
+setup-paddle: $(PADDLE_STAMP)    # local PaddleJob runs (CPU PaddlePaddle)
+setup-jax: $(JAX_STAMP)          # local JAXJob runs (CPU JAX)
 setup-test: $(TEST_STAMP)        # test, lint and release-check tools
 setup-docs: $(DOCS_STAMP)        # the docs site (MkDocs with Material)
 setup-infra: setup-aws setup-images  # the infra/ project (`pulumi -C infra up`)
-setup-all: setup setup-aws setup-images setup-pytorch setup-tf setup-test setup-docs
+setup-all: setup setup-aws setup-images setup-pytorch setup-tf setup-xgboost setup-paddle \
+	setup-jax setup-test setup-docs
 
 # Debian packages for local runs and the MPI plumbing tests (Open MPI, its headers for
 # building mpi4py, iproute2 and util-linux for pod network namespaces, OpenSSH for the ssh
@@ -131,6 +139,21 @@ $(PYTORCH_STAMP): requirements-pytorch.txt | $(STAMP)
 	@$(PIP) --no-deps $$(grep -E '^torch==' requirements-pytorch.txt | cut -d' ' -f1)
 	@touch $@
 
+$(XGBOOST_STAMP): requirements-xgboost.txt | $(STAMP)
+	@echo "[setup] xgboost extra 1/1: installing XGBoost (CPU build, ~20 MB installed)"
+	@$(PIP_EXTRA) -r requirements-xgboost.txt
+	@touch $@
+
+$(PADDLE_STAMP): requirements-paddle.txt | $(STAMP)
+	@echo "[setup] paddle extra 1/1: installing PaddlePaddle (CPU build, ~720 MB installed)"
+	@$(PIP_EXTRA) -r requirements-paddle.txt
+	@touch $@
+
+$(JAX_STAMP): requirements-jax.txt | $(STAMP)
+	@echo "[setup] jax extra 1/1: installing JAX and jaxlib (CPU, ~310 MB installed)"
+	@$(PIP_EXTRA) -r requirements-jax.txt
+	@touch $@
+
 $(TF_STAMP): requirements-tensorflow.txt
 	@echo "[setup] tensorflow extra 1/2: creating $(TF_VENV)"
 	@test -x $(TF_VENV)/bin/python || $(PYTHON) -m venv $(TF_VENV)
@@ -177,12 +200,22 @@ lint: setup-test
 run: setup
 	$(BIN)/trainjobs run jobs/chainermn-mnist.yaml
 
-# The other examples, each with its extra (both need network namespaces: run as root).
+# The other examples, each with its extras (they need network namespaces: run as root).
 run-pytorch: setup setup-pytorch
 	$(BIN)/trainjobs run jobs/pytorch-mnist.yaml
 
 run-tf: setup setup-tf
 	$(BIN)/trainjobs run jobs/tf-mnist.yaml
+
+# One image carries XGBoost, PaddlePaddle and JAX, so its local runs need the three extras.
+run-xgboost: setup setup-xgboost setup-paddle setup-jax
+	$(BIN)/trainjobs run jobs/xgboost-digits.yaml
+
+run-paddle: setup setup-xgboost setup-paddle setup-jax
+	$(BIN)/trainjobs run jobs/paddle-digits.yaml
+
+run-jax: setup setup-xgboost setup-paddle setup-jax
+	$(BIN)/trainjobs run jobs/jax-digits.yaml
 
 # The distributed example as Pulumi would register it, offline (mock runtime, no cluster).
 preview: setup

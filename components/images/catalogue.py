@@ -101,6 +101,25 @@ _TORCH_DEPENDENCIES = (
     "typing_extensions==4.16.0",
 )
 
+# requirements-{xgboost,paddle,jax}.txt's dependencies, and the core's that they use.
+_XGBOOST_PADDLE_JAX_DEPENDENCIES = (
+    "anyio==4.16.0",
+    "certifi==2026.10.19.post1",
+    "h11==0.16.0",
+    "httpcore==1.0.9",
+    "httpx==0.28.1",
+    "idna==3.20",
+    "joblib==1.6.0",
+    "ml_dtypes==0.5.4",
+    "networkx==3.6.1",
+    "opt_einsum==3.3.0",
+    "pillow==13.0.0",
+    "protobuf==6.33.6",
+    "safetensors==0.8.0",
+    "threadpoolctl==3.8.0",
+    "typing_extensions==4.16.0",
+)
+
 # The ssh transport (trainjobs:mpiTransport ssh): sshd in every worker, ssh in the master.
 _SSH_PACKAGES = ("openssh-server", "openssh-client")
 
@@ -223,6 +242,37 @@ IMAGES: dict[str, Image] = {
                 apt_snapshot=_APT_SNAPSHOT,
                 python_bootstrap=_CURRENT_BOOTSTRAP,
                 python_dependencies=_TENSORFLOW_DEPENDENCIES,
+            ),
+        ),
+        # XGBoostJob, PaddleJob and JAXJob examples (CPU), one image for the three: pins equal
+        # requirements.txt's and the three extras' (requirements-{xgboost,paddle,jax}.txt).
+        Image(
+            reference="trainjobs/xgboost-paddle-jax:2026.11-cpu",
+            summary="XGBoost 3.2, PaddlePaddle 3.3 and JAX 0.4.30 on CPU with their digits "
+            "training scripts (XGBoost's collective, Paddle's collective launch, "
+            "jax.distributed over gloo; the XGBoostJob, PaddleJob and JAXJob examples).",
+            debian=_DEBIAN_12,
+            python_packages=(
+                "xgboost-cpu==3.2.0",
+                "paddlepaddle==3.3.1",
+                "jax==0.4.30",
+                "jaxlib==0.4.30",
+                "numpy==1.23.5",
+                "scipy==1.11.4",
+                "scikit-learn==1.3.2",
+            ),
+            files=(
+                ImageFile(path="/train_xgboost.py", source="images/scripts/train_xgboost.py"),
+                ImageFile(path="/train_paddle.py", source="images/scripts/train_paddle.py"),
+                ImageFile(path="/train_jax.py", source="images/scripts/train_jax.py"),
+            ),
+            env=_PYTHON_ENV,
+            local_setup="make setup-xgboost setup-paddle setup-jax",
+            build=ImageBuild(
+                directory="xgboost-paddle-jax-cpu",
+                apt_snapshot=_APT_SNAPSHOT,
+                python_bootstrap=_CURRENT_BOOTSTRAP,
+                python_dependencies=_XGBOOST_PADDLE_JAX_DEPENDENCIES,
             ),
         ),
         Image(

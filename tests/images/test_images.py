@@ -96,6 +96,7 @@ def test_dockerfiles_command_writes_the_rendered_files(tmp_path, capsys):
         f"{tmp_path}/chainermn/Dockerfile",
         f"{tmp_path}/pytorch-cpu/Dockerfile",
         f"{tmp_path}/tensorflow-cpu/Dockerfile",
+        f"{tmp_path}/xgboost-paddle-jax-cpu/Dockerfile",
     ]
     assert (tmp_path / "chainermn" / "Dockerfile").read_text() == dockerfiles.render(
         IMAGES[CHAINERMN]
@@ -455,6 +456,9 @@ def test_everything_the_dockerfiles_copy_is_in_the_build_context():
         "scripts/train_mnist.py",  # chainermn (CUDA)
         "scripts/train_pytorch.py",
         "scripts/train_tensorflow.py",
+        "scripts/train_xgboost.py",  # xgboost-paddle-jax-cpu
+        "scripts/train_paddle.py",
+        "scripts/train_jax.py",
     ]
     assert all((REPO / "images" / source).is_file() for source in copied)
 
@@ -487,16 +491,27 @@ def test_the_cuda_images_are_declared_with_their_base_and_pins():
     assert (image.repository, image.tag) == ("trainjobs/chainermn", "7.8.1-cuda12.2")
 
 
-# torch 2.13 declares setuptools>=77.0.3, which its image (no Chainer) pins; the local
-# environment keeps Chainer's setuptools<74 and installs torch without its declared dependencies.
-PINS_THAT_DIFFER_ON_PURPOSE = {"trainjobs/pytorch:2.13.0-cpu: setuptools==80.9.0"}
+# torch 2.13 declares setuptools>=77.0.3, which its image (no Chainer) pins, and so does the
+# xgboost-paddle-jax image (no Chainer either); the local environment keeps Chainer's
+# setuptools<74 and installs torch without its declared dependencies.
+PINS_THAT_DIFFER_ON_PURPOSE = {
+    "trainjobs/pytorch:2.13.0-cpu: setuptools==80.9.0",
+    "trainjobs/xgboost-paddle-jax:2026.11-cpu: setuptools==80.9.0",
+}
 # Pinned by the image's pip bootstrap, but not by a requirements file (venvs bring their own).
 BOOTSTRAP_ONLY = {"pip", "setuptools", "wheel"}
 
 
-# .venv is the core pins plus the PyTorch extra's (`make setup-pytorch`), each its own file.
+# .venv is the core pins plus the extras' (`make setup-pytorch`, `setup-xgboost`, `setup-paddle`,
+# `setup-jax`), each its own file.
 LOCAL_REQUIREMENTS = {
-    None: ("requirements.txt", "requirements-pytorch.txt"),
+    None: (
+        "requirements.txt",
+        "requirements-pytorch.txt",
+        "requirements-xgboost.txt",
+        "requirements-paddle.txt",
+        "requirements-jax.txt",
+    ),
     ".venv-tensorflow": ("requirements-tensorflow.txt",),
 }
 
@@ -1043,7 +1058,8 @@ def test_an_images_stack_refuses_an_undeclared_image(tmp_path):
     assert str(raised.value) == (
         "trainjobs-infra:images[0].image: 'trainjobs/other:1' is not declared "
         f"(trainjobs/chainer:7.8.1, trainjobs/chainermn:7.8.1, {CHAINER}, {CHAINERMN}, "
-        "trainjobs/pytorch:2.13.0-cpu, trainjobs/tensorflow:2.20.0-cpu)"
+        "trainjobs/pytorch:2.13.0-cpu, trainjobs/tensorflow:2.20.0-cpu, "
+        "trainjobs/xgboost-paddle-jax:2026.11-cpu)"
     )
 
 

@@ -408,9 +408,15 @@ def test_every_declared_image_file_exists_in_the_repository() -> None:
 
 
 def test_declared_python_packages_are_pinned_identically_in_requirements() -> None:
-    # .venv is the core pins plus the PyTorch extra's (`make setup-pytorch`).
+    # .venv is the core pins plus the extras' (`make setup-pytorch`, `setup-xgboost`, ...).
     files = {
-        None: ("requirements.txt", "requirements-pytorch.txt"),
+        None: (
+            "requirements.txt",
+            "requirements-pytorch.txt",
+            "requirements-xgboost.txt",
+            "requirements-paddle.txt",
+            "requirements-jax.txt",
+        ),
         ".venv-tensorflow": ("requirements-tensorflow.txt",),
     }
     pins = {
