@@ -13,11 +13,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from trainjobs.core.errors import Problem, SpecError, one_of
+from trainjobs.core.errors import Problem, SpecError
 from trainjobs.core.graph import GraphOptions
 from trainjobs.core.rendered_pods import check_graph
 from trainjobs.core.set_paths import SetPaths
 from trainjobs.kinds.kind import JobDefinition, Kind, Workload
+from trainjobs.kinds.retired import unknown_kind
 
 # trainjobs.core.documents (YAML) is imported where a document is read: listing the kinds
 # (`trainjobs run --help`) loads no YAML.
@@ -43,6 +44,9 @@ KIND_MODULES: list[str] = [
     "trainjobs.kinds.pytorch.kind",
     "trainjobs.kinds.mpijob.kind",
     "trainjobs.kinds.trainjob.kind",
+    "trainjobs.kinds.xgboostjob.kind",
+    "trainjobs.kinds.paddlejob.kind",
+    "trainjobs.kinds.jaxjob.kind",
 ]
 """The module of each kind's ``KIND``, in the order messages and help list the kinds."""
 
@@ -135,8 +139,7 @@ def parse_job(
         )
     entry = KINDS.get(kind) if isinstance(kind, str) else None
     if entry is None:
-        example = f"kind: {next(iter(KINDS))}"
-        raise SpecError(source, [Problem("kind", one_of(document, "kind", list(KINDS), example))])
+        raise SpecError(source, [unknown_kind(document, KINDS)])
     job = entry.parse(document, source, namespace, options or GraphOptions())
     # Every kind's final pod templates, whatever was added to them after the spec's checks.
     warnings = list(job.warnings)

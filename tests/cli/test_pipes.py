@@ -79,5 +79,7 @@ def test_a_failure_after_output_keeps_its_code_and_says_why_when_the_pipe_is_clo
     assert completed.returncode == 2
     assert completed.stderr == (
         f"{bad}: invalid job spec (1 problem(s))\n"
-        "  kind: must be one of ChainerJob, TFJob, PyTorchJob, MPIJob, TrainJob (got 'Nothing')\n"
+        "  kind: must be one of ChainerJob, TFJob, PyTorchJob, MPIJob, TrainJob, XGBoostJob, "
+        "PaddleJob, JAXJob (got 'Nothing'); XGBoost and JAX jobs also run as a TrainJob with the "
+        "xgboost-distributed or jax-distributed runtime\n"
     )

@@ -25,8 +25,10 @@ from trainjobs.core.jobset import child_jobs
 from trainjobs.kinds.registry import JobDefinition, load_job
 
 CORPUS = REPO / "tests" / "corpus"
-# MPIJob and TrainJob specs have their own corpus test modules.
-FILES = sorted(p for p in CORPUS.glob("*.yaml") if not p.name.startswith(("mpijob-", "trainjob-")))
+# MPIJob, TrainJob, XGBoostJob, PaddleJob, JAXJob (and MXJob) specs have their own corpus test
+# modules.
+OWN_MODULES = ("mpijob-", "trainjob-", "xgboostjob-", "paddlejob-", "jaxjob-", "mxjob-")
+FILES = sorted(p for p in CORPUS.glob("*.yaml") if not p.name.startswith(OWN_MODULES))
 
 # The specs no operator of their version would run, and the first line trainjobs gives.
 REFUSED = {
@@ -57,7 +59,9 @@ REFUSED = {
         "('training.kubedl.io/v1alpha1' is another project's TFJob, not Kubeflow's)"
     ),
     "tfjob-mlkube-v1beta1-kubeflow-training-operator-design-doc-2017-fig1.yaml": (
-        "kind: must be one of ChainerJob, TFJob, PyTorchJob, MPIJob, TrainJob (got 'TfJob')"
+        "kind: must be one of ChainerJob, TFJob, PyTorchJob, MPIJob, TrainJob, XGBoostJob, "
+        "PaddleJob, JAXJob (got 'TfJob'); XGBoost and JAX jobs also run as a TrainJob with the "
+        "xgboost-distributed or jax-distributed runtime"
     ),
     "tfjob-v1-kubeflow-examples-mnist-kustomize-chief.yaml": (
         "metadata.name: '$(trainingName)' is not a valid job name: use lowercase letters, digits "

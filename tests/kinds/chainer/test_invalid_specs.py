@@ -159,8 +159,10 @@ CASES: list[tuple[str, Mutation, str]] = [
     ),
     (
         "wrong-kind",
-        lambda j: j.update(kind="XGBoostJob"),
-        "kind: must be one of ChainerJob, TFJob, PyTorchJob, MPIJob, TrainJob (got 'XGBoostJob')",
+        lambda j: j.update(kind="LightGBMJob"),
+        "kind: must be one of ChainerJob, TFJob, PyTorchJob, MPIJob, TrainJob, XGBoostJob, "
+        "PaddleJob, JAXJob (got 'LightGBMJob'); XGBoost and JAX jobs also run as a TrainJob "
+        "with the xgboost-distributed or jax-distributed runtime",
     ),
     (
         "missing-name",

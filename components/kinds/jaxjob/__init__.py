@@ -1,0 +1,1 @@
+"""JAXJob: `jax.distributed.initialize` on every Worker, coordinated by Worker 0."""
