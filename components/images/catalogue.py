@@ -105,6 +105,7 @@ _TORCH_DEPENDENCIES = (
 _XGBOOST_PADDLE_JAX_DEPENDENCIES = (
     "anyio==4.16.0",
     "certifi==2026.10.19.post1",
+    "cloudpickle==3.1.2",
     "h11==0.16.0",
     "httpcore==1.0.9",
     "httpx==0.28.1",
