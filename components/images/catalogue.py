@@ -253,6 +253,8 @@ IMAGES: dict[str, Image] = {
             "training scripts (XGBoost's collective, Paddle's collective launch, "
             "jax.distributed over gloo; the XGBoostJob, PaddleJob and JAXJob examples).",
             debian=_DEBIAN_12,
+            # PaddlePaddle's CPU library links GNU OpenMP, which Debian's slim image lacks.
+            apt_packages=("libgomp1",),
             python_packages=(
                 "xgboost-cpu==3.2.0",
                 "paddlepaddle==3.3.1",
