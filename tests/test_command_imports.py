@@ -114,11 +114,14 @@ def test_every_kind_validates_when_named():
 
 def test_the_registry_names_each_kind_as_its_models_do():
     from trainjobs.kinds.chainer import spec as chainer_spec
+    from trainjobs.kinds.jaxjob import spec as jaxjob_spec
     from trainjobs.kinds.mpijob import spec as mpijob_spec
+    from trainjobs.kinds.paddlejob import spec as paddlejob_spec
     from trainjobs.kinds.pytorch import spec as pytorch_spec
     from trainjobs.kinds.registry import KINDS
     from trainjobs.kinds.tensorflow import spec as tensorflow_spec
     from trainjobs.kinds.trainjob import spec as trainjob_spec
+    from trainjobs.kinds.xgboostjob import spec as xgboostjob_spec
 
     assert list(KINDS) == [
         chainer_spec.KIND,
@@ -126,6 +129,9 @@ def test_the_registry_names_each_kind_as_its_models_do():
         pytorch_spec.KIND,
         mpijob_spec.KIND,
         trainjob_spec.KIND,
+        xgboostjob_spec.KIND,
+        paddlejob_spec.KIND,
+        jaxjob_spec.KIND,
     ]
 
 

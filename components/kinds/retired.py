@@ -1,5 +1,4 @@
-"""What a document of a kind no registry entry reads is told: a retired kind its history and
-the way forward, any other kind the kinds there are.
+"""What a document of a kind no registry entry reads is told, retired kinds' history included.
 
 MXJob: kubeflow/mxnet-operator served it (kubeflow.org/v1alpha1 to v1), then
 kubeflow/training-operator from 1.3; 1.8 warned on every MXJob that it would be removed
