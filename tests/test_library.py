@@ -28,6 +28,8 @@ PUBLIC = {
     "GpuNodePoolConfig",
     "GraphOptions",
     "InfraStack",
+    "JAXJob",
+    "JAXJobSpec",
     "JobCompletion",
     "KubeflowJob",
     "LocalRun",
@@ -35,6 +37,8 @@ PUBLIC = {
     "MPIJobSpec",
     "MasterSpec",
     "MpiConfig",
+    "PaddleJob",
+    "PaddleJobSpec",
     "PyTorchJob",
     "PyTorchJobSpec",
     "ReplicaSpec",
@@ -49,6 +53,8 @@ PUBLIC = {
     "TrainingJob",
     "WatchSettings",
     "WorkerSpec",
+    "XGBoostJob",
+    "XGBoostJobSpec",
     "list_local_runs",
     "local_run_logs",
     "run_locally",
@@ -460,10 +466,13 @@ def test_the_schema_lists_each_job_with_typed_inputs():
     served = json.loads(SCHEMA_FILE.read_text())
     assert sorted(served["resources"]) == [
         "trainjobs:index:ChainerJob",
+        "trainjobs:index:JAXJob",
         "trainjobs:index:MPIJob",
+        "trainjobs:index:PaddleJob",
         "trainjobs:index:PyTorchJob",
         "trainjobs:index:TFJob",
         "trainjobs:index:TrainJob",
+        "trainjobs:index:XGBoostJob",
     ]
     tfjob = served["resources"]["trainjobs:index:TFJob"]
     assert (tfjob["isComponent"], tfjob["requiredInputs"]) == (True, ["spec"])

@@ -20,6 +20,9 @@ def test_crds_command_writes_the_generated_files(tmp_path, capsys):
         f"{tmp_path}/tfjobs.kubeflow.org.yaml",
         f"{tmp_path}/pytorchjobs.kubeflow.org.yaml",
         f"{tmp_path}/mpijobs.kubeflow.org.yaml",
+        f"{tmp_path}/xgboostjobs.kubeflow.org.yaml",
+        f"{tmp_path}/paddlejobs.kubeflow.org.yaml",
+        f"{tmp_path}/jaxjobs.kubeflow.org.yaml",
     ]
 
 
