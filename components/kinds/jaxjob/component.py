@@ -11,7 +11,8 @@ __all__ = ["JAXJob", "JAXJobSpec"]
 
 class JAXJob(KubeflowJob[JAXJobSpec]):
     """A JAXJob (``kubeflow.org/v1``) as training-operator v1.9 runs it: one Job or
-    StatefulSet per replica, with jax.distributed's environment (COORDINATOR_ADDRESS, NUM_PROCESSES, PROCESS_ID). Typed ``trainjobs:index:JAXJob``; arguments as
+    StatefulSet per Worker, with jax.distributed's environment (COORDINATOR_ADDRESS,
+    NUM_PROCESSES, PROCESS_ID). Typed ``trainjobs:index:JAXJob``; arguments as
     :class:`KubeflowJob`'s."""
 
     KIND = kind.KIND.name

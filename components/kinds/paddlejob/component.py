@@ -11,7 +11,8 @@ __all__ = ["PaddleJob", "PaddleJobSpec"]
 
 class PaddleJob(KubeflowJob[PaddleJobSpec]):
     """A PaddleJob (``kubeflow.org/v1``) as training-operator v1.9 runs it: one Job or
-    StatefulSet per replica, with Paddle's launcher environment (PADDLE_MASTER, PADDLE_NNODES...). Typed ``trainjobs:index:PaddleJob``; arguments as
+    StatefulSet per replica, with Paddle's launcher environment (PADDLE_MASTER,
+    PADDLE_NNODES...). Typed ``trainjobs:index:PaddleJob``; arguments as
     :class:`KubeflowJob`'s."""
 
     KIND = kind.KIND.name

@@ -80,34 +80,11 @@ def set_paths(document: dict[str, Any]) -> SetPaths:
 def parse(
     document: dict[str, Any], source: str, namespace: str, options: GraphOptions
 ) -> ReplicaJobPlan:
-    plan = parser.parse(PADDLEJOB, document, source, namespace, options)
-    return _as_queued(plan) if is_queued(plan.labels) else plan
-
-
-def _as_queued(plan: ReplicaJobPlan) -> ReplicaJobPlan:
-    """A queued job is one JobSet, whose pods of a replica type share one template: the first
-    pod cannot have its own PADDLE_MASTER. It gets the others' (its own Service's name, which
-    resolves to its own address, as POD_IP_DUMMY does), with a warning."""
-    leader = plan.success.type
-    first = plan.env[(leader, 0)]
-    master = next(item for item in first if item["name"] == "PADDLE_MASTER")
-    port = str(master["value"]).rpartition(":")[2]
-    address = f"{plan.job}-{leader}-0:{port}"
-    env = {
-        **plan.env,
-        (leader, 0): [
-            {"name": "PADDLE_MASTER", "value": address} if item["name"] == "PADDLE_MASTER" else item
-            for item in first
-            if item["name"] != "POD_IP_DUMMY"
-        ],
-    }
-    warning = Problem(
-        f"spec.paddleReplicaSpecs.{leader.capitalize()}",
-        f"queued by Kueue, the job is one JobSet whose {leader} pods share a template, so "
-        f"{leader} 0 gets PADDLE_MASTER={address} (its own Service) like the others, not the "
-        "operator's $(POD_IP_DUMMY) from the downward API; both name its own address",
+    labels = (document.get("metadata") or {}).get("labels") if isinstance(document, dict) else None
+    queued = isinstance(labels, dict) and is_queued(labels)
+    return parser.parse(
+        QUEUED_PADDLEJOB if queued else PADDLEJOB, document, source, namespace, options
     )
-    return dataclasses.replace(plan, env=env, warnings=[*plan.warnings, warning])
 
 
 def _rules(
@@ -119,6 +96,31 @@ def _rules(
 ) -> VersionPlan | None:
     """The env of every replica; the Master decides when there is one, else every Worker
     (UpdateJobStatus)."""
+    return _plan(spec, replicas, context, problems, warnings, queued=False)
+
+
+def _queued_rules(
+    spec: SpecModel,
+    replicas: ReplicaMap,
+    context: JobContext,
+    problems: list[Problem],
+    warnings: list[Problem],
+) -> VersionPlan | None:
+    """Queued by Kueue, the job is one JobSet whose pods of a replica type share a template:
+    the first pod cannot have its own PADDLE_MASTER. It gets the others' (its own Service's
+    name, which resolves to its own address, as POD_IP_DUMMY does), with a warning."""
+    return _plan(spec, replicas, context, problems, warnings, queued=True)
+
+
+def _plan(
+    spec: SpecModel,
+    replicas: ReplicaMap,
+    context: JobContext,
+    problems: list[Problem],
+    warnings: list[Problem],
+    *,
+    queued: bool,
+) -> VersionPlan | None:
     master, workers = replicas.group("master"), replicas.group("worker")
     if getattr(spec, "elastic_policy", None) is not None:
         # pkg/controller.v1/paddlepaddle reads no ElasticPolicy: only the defaulting fills it.
@@ -147,9 +149,19 @@ def _rules(
                 nodes=nodes,
                 leader=leader.type,
                 port=leader.port,
-                first=group is leader and index == 0,
+                first=group is leader and index == 0 and not queued,
                 role=group.type if master is not None else None,
             )
+    if queued:
+        warnings.append(
+            Problem(
+                f"spec.paddleReplicaSpecs.{leader.type.capitalize()}",
+                f"queued by Kueue, the job is one JobSet whose {leader.type} pods share a "
+                f"template, so {leader.type} 0 gets PADDLE_MASTER={context.job}-{leader.type}-0:"
+                f"{leader.port} (its own Service) like the others, not the operator's "
+                "$(POD_IP_DUMMY) from the downward API; both name its own address",
+            )
+        )
     success = Success(leader.type, tuple(range(leader.replicas)))
     ordered = [deciding_restart(group, success, warnings) for group in ordered]
     return VersionPlan(groups=ordered, run=replicas.run, success=success, env=env, env_target="all")
@@ -171,3 +183,5 @@ PADDLEJOB = ReplicaKind(
     example_type="Master: or Worker:",
     rules=_rules,
 )
+QUEUED_PADDLEJOB = dataclasses.replace(PADDLEJOB, rules=_queued_rules)
+"""The same kind as a queued job's JobSet runs it (:func:`_queued_rules`)."""

@@ -10,8 +10,9 @@ __all__ = ["XGBoostJob", "XGBoostJobSpec"]
 
 
 class XGBoostJob(KubeflowJob[XGBoostJobSpec]):
-    """A XGBoostJob (``kubeflow.org/v1``) as training-operator v1.9 runs it: one Job or
-    StatefulSet per replica, with XGBoost's collective environment (RANK, WORLD_SIZE, MASTER_ADDR...); the Master decides. Typed ``trainjobs:index:XGBoostJob``; arguments as
+    """An XGBoostJob (``kubeflow.org/v1``) as training-operator v1.9 runs it: one Job or
+    StatefulSet per replica, with XGBoost's collective environment (RANK, WORLD_SIZE,
+    MASTER_ADDR...); the Master decides. Typed ``trainjobs:index:XGBoostJob``; arguments as
     :class:`KubeflowJob`'s."""
 
     KIND = kind.KIND.name

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
 def parse(
     document: dict[str, Any], source: str, namespace: str, options: GraphOptions
 ) -> JobDefinition:
-    from trainjobs.kinds.xgboostjob import spec
     from trainjobs.kinds.replica.definition import replica_definition
+    from trainjobs.kinds.xgboostjob import spec
 
     return replica_definition(spec.parse(document, source, namespace, options))
 
