@@ -602,6 +602,9 @@ def registered(result: PreviewResult) -> list[tuple]:
         ("PyTorchJob", "pytorch-mnist.yaml"),
         ("MPIJob", "mpijob-chainermn.yaml"),
         ("TrainJob", "trainjob-torch.yaml"),
+        ("XGBoostJob", "xgboost-digits.yaml"),
+        ("PaddleJob", "paddle-digits.yaml"),
+        ("JAXJob", "jax-digits.yaml"),
     ],
 )
 def test_construct_through_the_provider_registers_what_the_python_api_does(tmp_path, kind, file):
