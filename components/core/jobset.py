@@ -109,8 +109,14 @@ def shared_env(per_index: Sequence[Sequence[Manifest]], offset: int) -> list[Man
     only sees variables defined earlier in the list.
     """
     names = [[item["name"] for item in env] for env in per_index]
-    if any(other != names[0] for other in names):
-        raise ValueError("every index of a replica type must get the same env variables")
+    for other in names[1:]:
+        if other != names[0]:
+            # A variable some pods get and others do not (or in another order).
+            differing = next(
+                (a for a, b in zip(names[0], other, strict=False) if a != b),
+                (names[0] + other)[min(len(names[0]), len(other))],
+            )
+            raise UnsharedEnv(differing, [" ".join(env) for env in names])
     shared: list[Manifest] = []
     needed: list[str] = []
     for position, item in enumerate(per_index[0]):

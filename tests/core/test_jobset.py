@@ -271,3 +271,15 @@ def test_a_queued_tfjob_whose_per_worker_env_the_jobset_cannot_share_is_refused(
     path.with_name("unqueued.yaml").write_text(yaml.safe_dump(unqueued(document)))
     capsys.readouterr()
     assert main(["validate", str(path.with_name("unqueued.yaml"))]) == 0
+
+
+def test_env_some_indexes_lack_cannot_be_shared_and_names_the_variable():
+    per_index = [
+        [{"name": "A", "value": "1"}, {"name": "B", "value": "x"}],
+        [{"name": "A", "value": "1"}],
+    ]
+
+    with pytest.raises(UnsharedEnv) as raised:
+        shared_env(per_index, offset=0)
+
+    assert raised.value.name == "B"
