@@ -12,6 +12,7 @@ import heapq
 import json
 import os
 import runpy
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -27,6 +28,12 @@ from pulumi.runtime.sync_await import _sync_await
 from trainjobs.core.errors import UserError
 from trainjobs.core.manifests import prepare_output_dir, write_manifests
 from trainjobs.deploy.infra_stack import STACK_REFERENCES_FILE, stack_references
+from trainjobs.review.naming import (
+    auto_name,
+    duplicate_urn_message,
+    engine_urn,
+    is_kubernetes_object,
+)
 from trainjobs.review.stack_file import stack_settings
 
 PROJECT = "trainjobs"
@@ -52,7 +59,13 @@ class Registration:
 
     @property
     def is_kubernetes(self) -> bool:
-        return self.type.startswith("kubernetes:")
+        """A Kubernetes object (not a Helm release or a chart, YAML or provider resource)."""
+        return (
+            self.custom
+            and self.type.startswith("kubernetes:")
+            and "apiVersion" in self.inputs
+            and "kind" in self.inputs
+        )
 
 
 @dataclass
@@ -118,14 +131,38 @@ class _Mocks(pulumi.runtime.Mocks):
 
 
 class _RecordingMonitor(mocks.MockMonitor):
-    """Records the resource options that the mock runtime itself ignores."""
+    """Records the resource options that the mock runtime itself ignores, and does what the
+    engine and pulumi-kubernetes do that the mock runtime does not: the engine's URNs, a
+    duplicate URN noted (:attr:`duplicates`), unnamed Kubernetes objects named."""
 
     def __init__(self, redactor: _Redactor, stack_outputs: dict[str, Any] | None = None) -> None:
         super().__init__(_Mocks(stack_outputs))
         self.registrations: list[Registration] = []
         self.redactor = redactor
+        self.duplicates: list[str] = []
+        self._urns: set[str] = set()
+        # The SDK calls the monitor from its executor's threads.
+        self._lock = threading.Lock()
+
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        return engine_urn(pulumi.get_stack(), pulumi.get_project(), parent, type_, name)
+
+    def _claim(self, urn: str) -> None:
+        with self._lock:
+            if urn in self._urns:
+                self.duplicates.append(urn)
+            self._urns.add(urn)
 
     def RegisterResource(self, request: Any) -> Any:
+        if request.type != "pulumi:pulumi:Stack":
+            urn = self.make_urn(request.parent, request.type, request.name)
+            self._claim(urn)
+            if request.custom and is_kubernetes_object(request.type, request.object):
+                named = auto_name(request.object, urn, request.name)
+                if named is not None:
+                    original, request = request, type(request)()
+                    request.CopyFrom(original)
+                    request.object.CopyFrom(named)
         response = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
             self.registrations.append(
@@ -148,6 +185,7 @@ class _RecordingMonitor(mocks.MockMonitor):
 
     def ReadResource(self, request: Any) -> Any:
         """A read resource (a stack reference): recorded, so the preview shows what it reads."""
+        self._claim(self.make_urn(request.parent, request.type, request.name))
         response = super().ReadResource(request)
         self.registrations.append(
             Registration(
@@ -305,6 +343,7 @@ def run_preview(
         try:
             _sync_await(run_pulumi_func(lambda: _run_program(program)))
         except pulumi.RunError as error:
+            _refuse_duplicates(monitor)
             missing = monitor.mocks.missing  # type: ignore[attr-defined]
             if missing:
                 raise UserError(
@@ -313,10 +352,17 @@ def run_preview(
                     f"NAME --json` prints them, under its name in {STACK_REFERENCES_FILE})"
                 ) from None
             raise UserError(str(error)) from None
+    _refuse_duplicates(monitor)
     outputs = _outputs(redactor, getattr(root, "outputs", {}))
     return PreviewResult(
         stack, creation_order(monitor.registrations), outputs, sorted(redactor.secret_config)
     )
+
+
+def _refuse_duplicates(monitor: _RecordingMonitor) -> None:
+    """The engine stops at the first resource whose URN another already has."""
+    if monitor.duplicates:
+        raise UserError(duplicate_urn_message(monitor.duplicates[0]))
 
 
 def _outputs(redactor: _Redactor, values: dict[str, Any]) -> dict[str, Any]:
