@@ -211,12 +211,20 @@ class JobCompletion(pulumi.dynamic.Resource, module="trainjobs", name="JobComple
         settings: WatchSettings,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        kubeconfig: pulumi.Output[str] | None = (
-            None if settings.kubeconfig is None else pulumi.Output.secret(settings.kubeconfig)
-        )
+        cluster: pulumi.Input[str] | None = settings.kubeconfig
+        context: pulumi.Input[str] | None = settings.context
+        provider = kubernetes_provider(opts)
+        if provider is not None:
+            # A provider resource's state is its inputs (the engine's provider registry), so
+            # its settings are the provider's output properties.
+            cluster, context = (
+                getattr(provider, "kubeconfig", None),
+                getattr(provider, "context", None),
+            )
+        kubeconfig = None if cluster is None else pulumi.Output.secret(cluster)
         props: dict[str, Any] = {
             "jobs": [{"target": job.target.to_dict(), "uids": job.uids} for job in jobs],
-            "context": settings.context,
+            "context": context,
             "timeout_seconds": settings.timeout_seconds,
             "fail_on_failure": settings.fail_on_failure,
             "kubeconfig": kubeconfig,
@@ -227,6 +235,33 @@ class JobCompletion(pulumi.dynamic.Resource, module="trainjobs", name="JobComple
         super().__init__(
             JobCompletionProvider(), name, props, pulumi.ResourceOptions.merge(opts, secret)
         )
+
+
+def kubernetes_provider(opts: pulumi.ResourceOptions | None) -> pulumi.ProviderResource | None:
+    """The pulumi-kubernetes provider that ``opts`` give the resources of package kubernetes:
+    ``provider``, else the ``providers`` entry, else the parent's, in the order the SDK picks
+    a child's provider (pulumi/resource.py ``Resource._get_providers``).
+
+    The watcher must talk to the cluster its jobs' objects went to. pulumi-kubernetes reads
+    the stack's ``kubernetes:kubeconfig`` and ``kubernetes:context`` for its default provider
+    only: an explicit provider without them uses the ambient kubeconfig.
+    """
+    if opts is None:
+        return None
+    if isinstance(opts.provider, pulumi.ProviderResource) and opts.provider.package == "kubernetes":
+        return opts.provider
+    providers = opts.providers
+    if isinstance(providers, Mapping):
+        provider = providers.get("kubernetes")
+        if provider is not None:
+            return provider
+    elif providers:
+        for provider in providers:
+            if provider.package == "kubernetes":
+                return provider
+    if opts.parent is not None:
+        return opts.parent.get_provider("kubernetes::")
+    return None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,8 +10,6 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from google.protobuf import struct_pb2
-
 ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
 AUTONAMED = "pulumi.com/autonamed"
 """The annotation pulumi-kubernetes puts on the objects it names (metadata/annotations.go)."""
@@ -37,14 +35,18 @@ def duplicate_urn_message(urn: str) -> str:
     return f"Duplicate resource URN '{urn}'; try giving it a unique name"
 
 
-def is_kubernetes_object(type_: str, properties: struct_pb2.Struct) -> bool:
+# `properties`: a registration's inputs as the monitor receives them, a protobuf Struct
+# (google.protobuf ships no type hints, hence Any).
+
+
+def is_kubernetes_object(type_: str, properties: Any) -> bool:
     """A resource pulumi-kubernetes creates as one object: it sends apiVersion and kind (a
     Helm Release, a chart or a YAML component does not)."""
     fields = properties.fields
     return type_.startswith("kubernetes:") and "apiVersion" in fields and "kind" in fields
 
 
-def auto_name(properties: struct_pb2.Struct, urn: str, name: str) -> struct_pb2.Struct | None:
+def auto_name(properties: Any, urn: str, name: str) -> Any:
     """The inputs with the name pulumi-kubernetes' Check gives an object that has neither
     ``metadata.name`` nor ``metadata.generateName``, known or not: its resource ``name``, a
     dash and 8 hex characters, and the :data:`AUTONAMED` annotation (provider/pkg/metadata/
@@ -61,7 +63,7 @@ def auto_name(properties: struct_pb2.Struct, urn: str, name: str) -> struct_pb2.
     annotations = fields.get("annotations")
     if annotations is not None and annotations.WhichOneof("kind") != "struct_value":
         return None
-    named = struct_pb2.Struct()
+    named = type(properties)()
     named.CopyFrom(properties)
     meta = named.get_or_create_struct("metadata")
     suffix = hashlib.sha256(urn.encode()).hexdigest()[:8]
