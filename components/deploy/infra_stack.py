@@ -3,10 +3,11 @@
 A job stack names the infra stack instead of copying its outputs' JSON into its config.
 The infra program (``infra/__main__.py``) exports ``schedulingProfiles`` (pool name ->
 :class:`~trainjobs.cloud.scheduling.SchedulingProfile` in its wire form) and ``images``
-(declared reference -> ``repo@sha256:...``). The values are read while the program runs,
-before any job is registered, so a job's graph stays plain data and pre-flight checks see the
-same profile as with ``trainjobs:gpuPool``. The SDK reads a stack reference's outputs when it
-registers it (``pulumi/stack_reference.py``: ``get_output_details``).
+(declared reference -> ``repo@sha256:...``). A program awaits them in the entrypoint it gives
+``pulumi.run`` (run after its module code), before it registers the jobs, so a job's graph
+stays plain data and pre-flight checks see the same profile as with ``trainjobs:gpuPool``.
+The SDK reads a stack reference's outputs when it registers it (``pulumi/stack_reference.py``:
+``get_output_details``, public and awaitable).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-from pulumi.runtime.sync_await import _sync_await
 
 from trainjobs.cloud.scheduling import SchedulingProfile
 from trainjobs.core.errors import UserError
@@ -36,6 +36,16 @@ class InfraStack:
 
     ``stack``: the fully qualified stack name (``<org>/<project>/<stack>``). ``opts``
     (default None): options of the ``pulumi.StackReference`` resource, named as the stack.
+    Its values are awaited, in the program's ``pulumi.run`` entrypoint::
+
+        infra = InfraStack("org/trainjobs-infra/gpu-a100")
+
+        async def main() -> None:
+            pool = await infra.gpu_pool()
+            images = await infra.images()
+            ...  # the jobs, on that pool
+
+        pulumi.run(main)
     """
 
     def __init__(self, stack: str, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -44,21 +54,21 @@ class InfraStack:
         self.reference = pulumi.StackReference(stack, opts=opts)
         """The ``pulumi.StackReference`` resource."""
 
-    def output(self, name: str) -> Any:
+    async def output(self, name: str) -> Any:
         """A stack output's plain value (a secret's too); None when the stack lacks it."""
-        details = _sync_await(self.reference.get_output_details(name))
+        details = await self.reference.get_output_details(name)
         return details.value if details.secret_value is None else details.secret_value
 
-    def gpu_pool(self, pool: str | None = None) -> SchedulingProfile:
+    async def gpu_pool(self, pool: str | None = None) -> SchedulingProfile:
         """The scheduling profile of the stack's pool ``pool`` (default None: the stack's only
         pool). Raises :class:`UserError` naming the stack and the pools it has."""
-        return pool_profile(self.stack, self.output(PROFILES_OUTPUT), pool)
+        return pool_profile(self.stack, await self.output(PROFILES_OUTPUT), pool)
 
-    def images(self) -> dict[str, str]:
+    async def images(self) -> dict[str, str]:
         """The stack's image pins (declared reference -> ``repo@sha256:...``); empty when it
         builds no images."""
         return image_pins_from_config(
-            self.output(IMAGES_OUTPUT), source=f"{self.stack} {IMAGES_OUTPUT}"
+            await self.output(IMAGES_OUTPUT), source=f"{self.stack} {IMAGES_OUTPUT}"
         )
 
 

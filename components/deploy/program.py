@@ -81,25 +81,27 @@ class StackSettings:
             gpu_pool_name=config.get("gpuPoolName"),
         )
 
-    def with_infra_stack(self, outputs: Mapping[str, Any] | None = None) -> StackSettings:
-        """The settings with the pool's profile and the image pins of `trainjobs:infraStack`
-        (pins set in `trainjobs:images` win). ``outputs``: the infra stack's outputs (default
-        None: read through a StackReference)."""
-        if self.infra_stack is None:
-            if self.gpu_pool_name is not None:
-                raise UserError(
-                    "stack config trainjobs:gpuPoolName names a pool of trainjobs:infraStack; "
-                    "set trainjobs:infraStack too (e.g. org/trainjobs-infra/gpu-a100)"
-                )
-            return self
-        if self.gpu_pool is not None:
+    def check_infra_stack(self) -> None:
+        """Raise :class:`UserError` when the pool settings contradict each other, before
+        the infra stack is read."""
+        if self.infra_stack is None and self.gpu_pool_name is not None:
+            raise UserError(
+                "stack config trainjobs:gpuPoolName names a pool of trainjobs:infraStack; "
+                "set trainjobs:infraStack too (e.g. org/trainjobs-infra/gpu-a100)"
+            )
+        if self.infra_stack is not None and self.gpu_pool is not None:
             raise UserError(
                 "stack config: set trainjobs:gpuPool or trainjobs:infraStack, not both "
                 "(the infra stack exports the pool's profile)"
             )
-        if outputs is None:
-            infra = InfraStack(self.infra_stack)
-            outputs = {name: infra.output(name) for name in (PROFILES_OUTPUT, IMAGES_OUTPUT)}
+
+    def with_infra_stack(self, outputs: Mapping[str, Any]) -> StackSettings:
+        """The settings with the pool's profile and the image pins of `trainjobs:infraStack`
+        (pins set in `trainjobs:images` win). ``outputs``: the infra stack's outputs
+        (:func:`infra_stack_outputs` reads them in a program)."""
+        self.check_infra_stack()
+        if self.infra_stack is None:
+            return self
         return replace(
             self,
             gpu_pool=pool_profile(
@@ -112,6 +114,15 @@ class StackSettings:
                 **self.images,
             },
         )
+
+
+async def infra_stack_outputs(stack: str | None) -> dict[str, Any]:
+    """The outputs of `trainjobs:infraStack` the program uses, through a StackReference
+    (none without one)."""
+    if stack is None:
+        return {}
+    infra = InfraStack(stack)
+    return {name: await infra.output(name) for name in (PROFILES_OUTPUT, IMAGES_OUTPUT)}
 
 
 def _namespace(value: str | None) -> str:
@@ -287,10 +298,17 @@ def tune_collector() -> None:
 
 def run() -> None:
     """Build one component per job, one completion watcher for all of them, and export each
-    job's outputs, keyed by job name."""
+    job's outputs, keyed by job name: in the entrypoint given ``pulumi.run``, which awaits
+    the outputs of `trainjobs:infraStack` first."""
     tune_collector()
+    pulumi.run(_register)
+
+
+async def _register() -> None:
     try:
-        settings = StackSettings.from_config(pulumi.Config("trainjobs")).with_infra_stack()
+        settings = StackSettings.from_config(pulumi.Config("trainjobs"))
+        settings.check_infra_stack()
+        settings = settings.with_infra_stack(await infra_stack_outputs(settings.infra_stack))
         jobs = load_jobs(settings)
         if settings.gpu_pool is not None and settings.preflight:
             from trainjobs.cloud.preflight import check_before_registering
@@ -308,15 +326,15 @@ def run() -> None:
         completion = JobCompletion("completion", components, watch)
     for job, component in zip(jobs, components, strict=True):
         # The values the component's outputs hold, known here: no Output to resolve per job.
-        outputs: dict[str, object] = {
+        outputs_of_job: dict[str, object] = {
             "kind": job.kind,
             "namespace": job.namespace,
             "masterJobName": job.completion_job,
             "workerPodNames": job.worker_pods,
         }
         if completion is not None:
-            outputs["outcome"] = _outcome(completion, component.target.key)
-        pulumi.export(job.name, outputs)
+            outputs_of_job["outcome"] = _outcome(completion, component.target.key)
+        pulumi.export(job.name, outputs_of_job)
 
 
 def _outcome(completion: JobCompletion, key: str) -> pulumi.Output[dict[str, object]]:

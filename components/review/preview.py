@@ -22,7 +22,7 @@ from typing import Any
 import pulumi
 from pulumi.output import Unknown
 from pulumi.runtime import mocks, rpc, settings
-from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.stack import run_in_stack
 from pulumi.runtime.sync_await import _sync_await
 
 from trainjobs.core.errors import UserError
@@ -315,7 +315,12 @@ def _working_directory(path: Path) -> Iterator[None]:
         os.chdir(previous)
 
 
-def _run_program(program: Path) -> None:
+def _run_program(program: Path, stacks: list[pulumi.Resource]) -> None:
+    """Run the program's module code; ``stacks`` gets the root Stack it runs under (set in the
+    task that runs it, so not visible outside)."""
+    root = settings.get_root_resource()
+    assert root is not None
+    stacks.append(root)
     runpy.run_path(str(program), run_name="__main__")
 
 
@@ -334,14 +339,19 @@ def run_preview(
     redactor = _Redactor(config)
     monitor = _RecordingMonitor(redactor, stack_references(project_dir))
     pulumi.runtime.set_all_config(config, [])
-    settings.ROOT.set(None)  # a fresh root Stack per preview, as in a real deployment
+    settings.ROOT.set(None)
     pulumi.runtime.set_mocks(
         monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor
     )
-    root = settings.get_root_resource()
+    # The program runs as the Python language host runs it (pulumi/runtime/stack.py
+    # `run_in_stack`): under a fresh root Stack, its module code, then the entrypoint it gave
+    # `pulumi.run`, then the stack's outputs. set_mocks made a root Stack already closed to
+    # `pulumi.run`: this one replaces it.
+    settings.ROOT.set(None)
+    stacks: list[pulumi.Resource] = []
     with _working_directory(project_dir):
         try:
-            _sync_await(run_pulumi_func(lambda: _run_program(program)))
+            _sync_await(run_in_stack(lambda: _run_program(program, stacks)))
         except pulumi.RunError as error:
             _refuse_duplicates(monitor)
             missing = monitor.mocks.missing  # type: ignore[attr-defined]
@@ -353,7 +363,7 @@ def run_preview(
                 ) from None
             raise UserError(str(error)) from None
     _refuse_duplicates(monitor)
-    outputs = _outputs(redactor, getattr(root, "outputs", {}))
+    outputs = _outputs(redactor, getattr(stacks[0], "outputs", {}))
     return PreviewResult(
         stack, creation_order(monitor.registrations), outputs, sorted(redactor.secret_config)
     )

@@ -1,7 +1,8 @@
 """A hyper-parameter sweep: three ChainerMN jobs on the infra stack's GPU pool, one watcher.
 
 The pool's scheduling profile and the images' digests come from the infrastructure stack
-(`sweep:infraStack`, default org/trainjobs-infra/gpu-a100) through a StackReference.
+(`sweep:infraStack`, default org/trainjobs-infra/gpu-a100) through a StackReference, awaited in
+the entrypoint given `pulumi.run` before the jobs are built on them.
 """
 
 import pulumi
@@ -12,6 +13,7 @@ from trainjobs import (
     InfraStack,
     JobCompletion,
     MasterSpec,
+    SchedulingProfile,
     WorkerSpec,
 )
 
@@ -23,8 +25,6 @@ LEARNING_RATES = (0.002, 0.001, 0.0005)
 
 config = pulumi.Config("sweep")
 infra = InfraStack(config.get("infraStack") or "org/trainjobs-infra/gpu-a100")
-pool = infra.gpu_pool(config.get("gpuPool"))
-images = infra.images()
 
 
 def container(command: list[str] | None = None) -> dict[str, object]:
@@ -38,7 +38,9 @@ def container(command: list[str] | None = None) -> dict[str, object]:
     return spec
 
 
-def sweep_job(index: int, learning_rate: float) -> ChainerJob:
+def sweep_job(
+    index: int, learning_rate: float, pool: SchedulingProfile, images: dict[str, str]
+) -> ChainerJob:
     train = ["mpiexec", "--allow-run-as-root", "-n", str(2 * GPUS), "python3", "/train_mnist.py"]
     train += ["--communicator", "pure_nccl", "--learning-rate", str(learning_rate)]
     spec = ChainerJobSpec(
@@ -52,14 +54,20 @@ def sweep_job(index: int, learning_rate: float) -> ChainerJob:
     return ChainerJob(f"sweep-{index}", spec, pool=pool, images=images, watched=True)
 
 
-jobs = [sweep_job(index, rate) for index, rate in enumerate(LEARNING_RATES)]
-completion = JobCompletion("completion", jobs)
-for job, rate in zip(jobs, LEARNING_RATES, strict=True):
-    pulumi.export(
-        job.job.name,
-        {
-            "learningRate": rate,
-            "masterJobName": job.master_job_name,
-            "outcome": completion.outcome(job),
-        },
-    )
+async def main() -> None:
+    pool = await infra.gpu_pool(config.get("gpuPool"))
+    images = await infra.images()
+    jobs = [sweep_job(index, rate, pool, images) for index, rate in enumerate(LEARNING_RATES)]
+    completion = JobCompletion("completion", jobs)
+    for job, rate in zip(jobs, LEARNING_RATES, strict=True):
+        pulumi.export(
+            job.job.name,
+            {
+                "learningRate": rate,
+                "masterJobName": job.master_job_name,
+                "outcome": completion.outcome(job),
+            },
+        )
+
+
+pulumi.run(main)
