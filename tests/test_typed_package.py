@@ -16,10 +16,13 @@ import pytest
 from tests.conftest import REPO
 
 USER_PROGRAM = """\
-from trainjobs import PyTorchJob, PyTorchJobSpec, ReplicaSpec
+from trainjobs import PyTorchJob, PyTorchJobSpec, ReplicaSpec, RunPolicy
 
 master = ReplicaSpec(replicas=1, restart_polcy="OnFailure")
-PyTorchJob("mnist", PyTorchJobSpec(pytorch_replica_specs={"Master": master}))
+worker = ReplicaSpec(replicas=2, restart_policy="OnFaliure")
+replicas = {"Master": master, "Worker": worker}
+spec = PyTorchJobSpec(run_policy=RunPolicy(clean_pod_policy="Runing"), pytorch_replica_specs=replicas)
+PyTorchJob("mnist", spec)
 """
 
 # A user's own mypy settings, as the project's are: pulumi_aws (an extra; the GPU pool's
@@ -91,7 +94,7 @@ def new_virtualenv(path: Path, wheel: Path) -> Path:
     return python
 
 
-def test_mypy_on_a_user_program_with_the_installed_wheel_flags_a_misspelled_keyword(
+def test_mypy_on_a_user_program_with_the_installed_wheel_flags_misspelled_keywords_and_policies(
     wheel: Path, tmp_path: Path
 ) -> None:
     python = new_virtualenv(tmp_path / "venv", wheel)
@@ -121,6 +124,12 @@ def test_mypy_on_a_user_program_with_the_installed_wheel_flags_a_misspelled_keyw
         [
             '__main__.py:3: error: Unexpected keyword argument "restart_polcy" for '
             '"ReplicaSpec"; did you mean "restart_policy"?  [call-arg]',
-            "Found 1 error in 1 file (checked 1 source file)",
+            '__main__.py:4: error: Argument "restart_policy" to "ReplicaSpec" has incompatible '
+            "type \"Literal['OnFaliure']\"; expected \"Literal['Always', 'OnFailure', 'Never', "
+            "'ExitCode'] | None\"  [arg-type]",
+            '__main__.py:6: error: Argument "clean_pod_policy" to "RunPolicy" has incompatible '
+            "type \"Literal['Runing']\"; expected \"Literal['None', 'Running', 'All'] | None\"  "
+            "[arg-type]",
+            "Found 3 errors in 1 file (checked 1 source file)",
         ],
     )

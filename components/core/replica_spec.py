@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from trainjobs.core.bounds import replicas_problem, total_pods_problem
 from trainjobs.core.errors import Problem
@@ -32,6 +32,15 @@ from trainjobs.core.spec_model import SpecModel
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
 CLEAN_POD_POLICIES = ("None", "Running", "All")
+if TYPE_CHECKING:
+    # What a program may write, so that a type checker flags a misspelled policy.
+    RestartPolicy = Literal["Always", "OnFailure", "Never", "ExitCode"]
+    CleanPodPolicy = Literal["None", "Running", "All"]
+else:
+    # Any string at run time: a spec read from YAML gets the kinds' own messages for a bad
+    # one ("must be one of ..."), as Kubeflow's validation words them, not pydantic's.
+    RestartPolicy = str
+    CleanPodPolicy = str
 PERMANENT_EXIT_CODES = list(range(1, 128))
 """Kubeflow's ExitCode policy: 1-127 are the program's own errors, retrying cannot help; 128
 and above (a signal: 137 killed, 143 terminated) are retried (training-operator 1.5+,
@@ -43,7 +52,7 @@ class ReplicaSpec(SpecModel):
 
     replicas: int | None = None
     """Number of pods. Default: 1."""
-    restart_policy: str | None = None
+    restart_policy: RestartPolicy | None = None
     """Always, OnFailure, Never or ExitCode (1-127 fail the job, others are retried)."""
     template: dict[str, Any] | None = None
     """The pods' template: command, args and image are never rewritten."""
@@ -73,7 +82,7 @@ class SchedulingPolicy(SpecModel):
 class RunPolicy(SpecModel):
     """``runPolicy`` (training-operator 1.3+; tf-operator 1.1 as an inlined section)."""
 
-    clean_pod_policy: str | None = None
+    clean_pod_policy: CleanPodPolicy | None = None
     """What happens to pods when the job ends: None, Running or All."""
     ttl_seconds_after_finished: int | None = None
     """Seconds after the job ends before its objects are removed."""
@@ -102,7 +111,7 @@ class ReplicatedJobSpec(SpecModel):
     """Run-wide policies (training-operator 1.3+). Default: None (the operator's defaults)."""
     # tf-operator 1.0 and pytorch-operator (Kubeflow 1.0-1.3) read these at the top of spec;
     # training-operator reads them in runPolicy.
-    clean_pod_policy: str | None = None
+    clean_pod_policy: CleanPodPolicy | None = None
     """Early v1: runPolicy.cleanPodPolicy. Default: None."""
     ttl_seconds_after_finished: int | None = None
     """Early v1: runPolicy.ttlSecondsAfterFinished. Default: None."""

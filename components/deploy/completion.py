@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pulumi
 import pulumi.dynamic
@@ -95,7 +95,8 @@ _DEFAULTS: dict[str, Any] = {
     "mode": "finish",
 }
 
-WATCH_MODES = ("finish", "start")
+WatchMode = Literal["finish", "start"]
+WATCH_MODES: tuple[WatchMode, ...] = ("finish", "start")
 """``trainjobs:watch``: ``finish`` sees every job through (`pulumi up` lasts as long as the
 jobs), ``start`` starts each run and returns (`trainjobs watch JOB` follows a job later);
 ``false`` creates no watcher (true means finish)."""
@@ -122,7 +123,7 @@ class WatchSettings:
     """
 
     watch: bool = True
-    mode: str = "finish"
+    mode: WatchMode = "finish"
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
     fail_on_failure: bool = True
     kubeconfig: pulumi.Output[str] | None = None
@@ -150,21 +151,22 @@ class WatchSettings:
         )
 
 
-def _watch_mode(value: str | None) -> str | None:
+def _watch_mode(value: str | None) -> WatchMode | None:
     """``trainjobs:watch``: a mode of :data:`WATCH_MODES`, or None for false."""
     text = "finish" if value is None else value.strip().lower()
     if text in ("false", "no", "off"):
         return None
     if text == "true":
         return "finish"
-    if text not in WATCH_MODES:
-        raise UserError(
-            f"trainjobs:watch: {value!r} is not a watch mode; use finish (see every job "
-            "through, the default), start (start the runs and return; follow a job with "
-            "`trainjobs watch JOB`) or false (no watcher), e.g. "
-            "`pulumi config set trainjobs:watch start`"
-        )
-    return text
+    for mode in WATCH_MODES:
+        if text == mode:
+            return mode
+    raise UserError(
+        f"trainjobs:watch: {value!r} is not a watch mode; use finish (see every job "
+        "through, the default), start (start the runs and return; follow a job with "
+        "`trainjobs watch JOB`) or false (no watcher), e.g. "
+        "`pulumi config set trainjobs:watch start`"
+    )
 
 
 def _config_bool(config: pulumi.Config, key: str, *, default: bool) -> bool:
