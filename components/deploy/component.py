@@ -154,10 +154,24 @@ def ttl_notices(job: JobDefinition, *, watched: bool) -> list[str]:
     return []
 
 
+def child_name(resource_name: str, job: str, name: str) -> str:
+    """The resource name of the job's object ``name``: the object's name under the
+    component's (a child's URN holds its parents' types, not their names, so children of two
+    components need names of their own). The object's own name when the component is
+    named as the job, as a stack's existing resources are."""
+    if resource_name == job:
+        return name
+    if name.startswith(job):
+        return resource_name + name[len(job) :]
+    return f"{resource_name}-{name}"
+
+
 class TrainingJob(pulumi.ComponentResource):
     """A training job's resource graph as one Pulumi component, typed
     `trainjobs:index:<Kind>`, one type per kind of the registry.
 
+    ``name`` (default: the job's name): the resource name, Pulumi's, which the job's
+    children's names follow; the objects keep the job's names.
     ``watched``: the stack's completion watcher sees this job through (it is created by
     the program for every job of the stack at once, see :mod:`.completion`); the job's
     Jobs are then created suspended and the watcher starts each run.
@@ -176,10 +190,14 @@ class TrainingJob(pulumi.ComponentResource):
         self,
         job: JobDefinition,
         *,
+        name: str | None = None,
         watched: bool = True,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__(f"trainjobs:index:{job.kind}", job.name, None, opts)
+        # The resource name is Pulumi's, the job's name Kubernetes': two jobs of one name in
+        # two namespaces are two resources (a URN must be unique in the stack).
+        resource_name = job.name if name is None else name
+        super().__init__(f"trainjobs:index:{job.kind}", resource_name, None, opts)
         self.resources: dict[str, pulumi.CustomResource] = {}
         """The job's Kubernetes objects by graph key (`Kind/name`)."""
         self.job = job
@@ -217,10 +235,12 @@ class TrainingJob(pulumi.ComponentResource):
                 kwargs.update(api_version=manifest["apiVersion"], kind=manifest["kind"])
             if node.kind == "Secret" and manifest.get("type") == ssh_assets.SECRET_TYPE:
                 # The ssh transport's key pair: made here, never part of the pure graph.
-                kwargs["data"] = ssh_secret_data(job.name, self)
+                kwargs["data"] = ssh_secret_data(job.name, self, resource_name)
             depends_on = [self.resources[key] for key in node.depends_on if key in self.resources]
             self.resources[node.key] = resource_class(
-                node.name, opts=resource_options(node, self, depends_on, gated), **kwargs
+                child_name(resource_name, job.name, node.name),
+                opts=resource_options(node, self, depends_on, gated),
+                **kwargs,
             )
         self.namespace = pulumi.Output.from_input(job.namespace)
         self.master_job_name = pulumi.Output.from_input(job.completion_job)
