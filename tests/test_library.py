@@ -477,7 +477,7 @@ def test_the_schema_lists_each_job_with_typed_inputs():
     tfjob = served["resources"]["trainjobs:index:TFJob"]
     assert (tfjob["isComponent"], tfjob["requiredInputs"]) == (True, ["spec"])
     assert tfjob["inputProperties"]["spec"]["$ref"] == "#/types/trainjobs:index:TFJobSpecArgs"
-    assert sorted(tfjob["properties"]) == ["masterJobName", "namespace", "workerPodNames"]
+    assert sorted(tfjob["properties"]) == ["masterJobName", "name", "namespace", "workerPodNames"]
     spec = served["types"]["trainjobs:index:TFJobSpecArgs"]["properties"]
     # The model's fields: the v1 ones, and those early v1 read at the top of spec.
     assert sorted(spec) == [

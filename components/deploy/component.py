@@ -179,6 +179,8 @@ class TrainingJob(pulumi.ComponentResource):
 
     # Only the outputs are annotated here: they are the component's outputs in the provider's
     # schema; the other attributes are set in __init__.
+    name: pulumi.Output[str]
+    """The job's name (its metadata.name; its objects' names start with it)."""
     namespace: pulumi.Output[str]
     """The job's namespace."""
     master_job_name: pulumi.Output[str]
@@ -242,11 +244,13 @@ class TrainingJob(pulumi.ComponentResource):
                 opts=resource_options(node, self, depends_on, gated),
                 **kwargs,
             )
+        self.name = pulumi.Output.from_input(job.name)
         self.namespace = pulumi.Output.from_input(job.namespace)
         self.master_job_name = pulumi.Output.from_input(job.completion_job)
         self.worker_pod_names = pulumi.Output.from_input(job.worker_pods)
         self.register_outputs(
             {
+                "name": self.name,
                 "namespace": self.namespace,
                 "master_job_name": self.master_job_name,
                 "worker_pod_names": self.worker_pod_names,

@@ -90,3 +90,20 @@ def test_by_default_the_resource_names_are_the_objects_names(tmp_path):
         r.inputs["metadata"]["name"] for r in result.kubernetes_objects()
     }
     assert [r.name for r in result.resources if r.type == "trainjobs:index:TFJob"] == ["tf-mnist"]
+
+
+def test_a_jobs_name_and_namespace_are_outputs_of_its_component(tmp_path):
+    root = tmp_path / "p"
+    root.mkdir()
+    program = PROGRAM.format(file=str(REPO / "jobs" / "tf-mnist.yaml")).replace(
+        '    TrainingJob(job, name=f"{job.name}-{namespace}", watched=False)\n',
+        '    component = TrainingJob(job, name=f"{job.name}-{namespace}", watched=False)\n'
+        "    pulumi.export(namespace, {'name': component.name, 'namespace': component.namespace})\n",
+    )
+    (root / "__main__.py").write_text("import pulumi\n" + program, encoding="utf-8")
+    shutil.copy(REPO / "Pulumi.yaml", root / "Pulumi.yaml")
+    (root / "Pulumi.test.yaml").write_text(yaml.safe_dump({"config": {}}), encoding="utf-8")
+    assert run_preview("test", root).outputs == {
+        "team-a": {"name": "tf-mnist", "namespace": "team-a"},
+        "team-b": {"name": "tf-mnist", "namespace": "team-b"},
+    }
