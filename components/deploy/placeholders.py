@@ -43,6 +43,36 @@ value), never written by a user by chance."""
 Check = Callable[[str, Any], str | None]
 """Why a resolved value does not fit the field at ``path``, or None."""
 
+_KEY = r"[^\[\]]+"  # a mapping key (label keys hold dots and slashes)
+_VALUE_FIELDS = re.compile(
+    "|".join(
+        [
+            # A job's own arguments.
+            rf"namespace|labels\.{_KEY}|images\.{_KEY}",
+            # Anywhere in a spec or pod template: what a Kubernetes object only carries.
+            r".*\.(image|workingDir|serviceAccountName|priorityClassName)",
+            r".*\.(command|args)\[\d+\]",
+            r".*\.env\[\d+\]\.value",
+            rf".*\.(labels|annotations|nodeSelector)\.{_KEY}",
+            # Native resources only: an extended one (nvidia.com/gpu) says which pods are GPU
+            # pods, which the pool's scheduling and the pre-flight checks decide by.
+            r".*\.(limits|requests)\.[^\[\]/]+",
+            r".*\.tolerations\[\d+\]\.(key|value)",
+            r".*\.(secret\.secretName|configMap\.name|imagePullSecrets\[\d+\]\.name)",
+            r".*\.(secretKeyRef|configMapKeyRef|secretRef|configMapRef)\.name",
+        ]
+    )
+)
+
+
+def is_value_field(path: str) -> bool:
+    """Whether the field at ``path`` (``spec.x.template.spec.containers[0].image``) only
+    carries its value to a Kubernetes object, so it may be a pulumi.Output: images, commands
+    and their arguments, env values, the namespace, labels' and annotations' values, native
+    resource quantities, node selectors, tolerations' keys and values, the names of secrets,
+    config maps and service accounts. Everything else shapes the objects."""
+    return _VALUE_FIELDS.fullmatch(path) is not None
+
 
 class Placeholders:
     """The Outputs of one component's arguments, each by the token that stands in for it.

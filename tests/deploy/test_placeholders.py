@@ -15,7 +15,7 @@ from pulumi.runtime import settings
 from pulumi.runtime.sync_await import _sync_await
 
 from trainjobs.core.errors import ConfigError
-from trainjobs.deploy.placeholders import TOKEN, Placeholders
+from trainjobs.deploy.placeholders import TOKEN, Placeholders, is_value_field
 from trainjobs.images.references import reference_problem
 
 OWNER = "TFJob tf-mnist"
@@ -169,3 +169,38 @@ def test_an_outputs_value_is_checked_when_it_resolves_naming_the_field_and_the_v
         "not a valid image reference ([REGISTRY/]REPOSITORY[:TAG][@DIGEST], lower-case "
         "repository); name the image as a registry would"
     )
+
+
+TEMPLATE = "spec.tfReplicaSpecs.Worker.template"
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("namespace", True),
+        ("labels.app.kubernetes.io/team", True),
+        ("images.trainjobs/chainermn:7.8.1", True),
+        (f"{TEMPLATE}.spec.containers[0].image", True),
+        (f"{TEMPLATE}.spec.containers[0].command[2]", True),
+        (f"{TEMPLATE}.spec.initContainers[1].args[0]", True),
+        (f"{TEMPLATE}.spec.containers[0].env[1].value", True),
+        (f"{TEMPLATE}.spec.containers[0].resources.limits.memory", True),
+        (f"{TEMPLATE}.metadata.annotations.example.com/owner", True),
+        (f"{TEMPLATE}.spec.nodeSelector.kubernetes.io/arch", True),
+        (f"{TEMPLATE}.spec.tolerations[0].value", True),
+        (f"{TEMPLATE}.spec.serviceAccountName", True),
+        (f"{TEMPLATE}.spec.volumes[0].secret.secretName", True),
+        (f"{TEMPLATE}.spec.containers[0].envFrom[0].configMapRef.name", True),
+        ("spec.tfReplicaSpecs.Worker.replicas", False),
+        ("spec.tfReplicaSpecs.Worker.restartPolicy", False),
+        ("spec.runPolicy.cleanPodPolicy", False),
+        (f"{TEMPLATE}.spec.containers[0].name", False),
+        (f"{TEMPLATE}.spec.containers[0].env[1].name", False),
+        (f"{TEMPLATE}.spec.containers[0].ports[0].containerPort", False),
+        (f"{TEMPLATE}.spec.containers[0].resources.limits.nvidia.com/gpu", False),
+        (f"{TEMPLATE}.spec.volumes[0].name", False),
+        (f"{TEMPLATE}.spec.tolerations[0].tolerationSeconds", False),
+    ],
+)
+def test_values_a_kubernetes_object_only_carries_may_be_outputs(path, value):
+    assert is_value_field(path) is value
