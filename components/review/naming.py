@@ -1,6 +1,6 @@
-"""Names as a deployment gives them: the engine's URNs and its refusal of a duplicate one, and
-the names pulumi-kubernetes gives objects that have none.
+"""Names as a deployment gives them: the engine's URNs, and pulumi-kubernetes' auto-names.
 
+The engine refuses a duplicate URN, and pulumi-kubernetes names the objects that have no name.
 The SDK's mock monitor builds URNs from the parent's last type only, and keeps the later of two
 registrations of one URN silently; the offline preview must see what a deployment would.
 """
