@@ -215,7 +215,7 @@ class JobCompletion(pulumi.dynamic.Resource, module="trainjobs", name="JobComple
     ) -> None:
         cluster: pulumi.Input[str] | None = settings.kubeconfig
         context: pulumi.Input[str] | None = settings.context
-        provider = kubernetes_provider(opts)
+        provider = kubernetes_provider(name, opts)
         if provider is not None:
             # A provider resource's state is its inputs (the engine's provider registry), so
             # its settings are the provider's output properties.
@@ -239,14 +239,19 @@ class JobCompletion(pulumi.dynamic.Resource, module="trainjobs", name="JobComple
         )
 
 
-def kubernetes_provider(opts: pulumi.ResourceOptions | None) -> pulumi.ProviderResource | None:
-    """The pulumi-kubernetes provider that ``opts`` give the resources of package kubernetes:
-    ``provider``, else the ``providers`` entry, else the parent's, in the order the SDK picks
-    a child's provider (pulumi/resource.py ``Resource._get_providers``).
+def kubernetes_provider(
+    name: str, opts: pulumi.ResourceOptions | None
+) -> pulumi.ProviderResource | None:
+    """The pulumi-kubernetes provider of watcher ``name``: the one ``opts`` give resources of
+    package kubernetes (``provider``, else the ``providers`` entry), else the one of the
+    objects it waits for (``depends_on``: its jobs' objects), else the parent's. The SDK
+    picks a child's provider in that order of options (pulumi/resource.py
+    ``Resource._get_providers``), and an object's provider is its job component's.
 
     The watcher must talk to the cluster its jobs' objects went to. pulumi-kubernetes reads
     the stack's ``kubernetes:kubeconfig`` and ``kubernetes:context`` for its default provider
-    only: an explicit provider without them uses the ambient kubeconfig.
+    only: an explicit provider without them uses the ambient kubeconfig. Raises
+    ``pulumi.RunError`` when the objects go to several clusters.
     """
     if opts is None:
         return None
@@ -261,6 +266,23 @@ def kubernetes_provider(opts: pulumi.ResourceOptions | None) -> pulumi.ProviderR
         for provider in providers:
             if provider.package == "kubernetes":
                 return provider
+    objects = opts.depends_on if isinstance(opts.depends_on, list) else [opts.depends_on]
+    found = {
+        provider
+        for resource in objects
+        if isinstance(resource, pulumi.Resource)
+        for provider in [resource.get_provider("kubernetes::")]
+        if provider is not None
+    }
+    if len(found) > 1:
+        names = ", ".join(sorted(provider.pulumi_resource_name for provider in found))
+        raise pulumi.RunError(
+            f"JobCompletion {name}: its jobs' objects go to {len(found)} clusters (the "
+            f"kubernetes providers {names}); a watcher talks to one: make a JobCompletion "
+            "per provider"
+        )
+    if found:
+        return found.pop()
     if opts.parent is not None:
         return opts.parent.get_provider("kubernetes::")
     return None

@@ -4,16 +4,22 @@ stack's ``kubernetes:kubeconfig`` and ``kubernetes:context``."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
+import yaml
 from pulumi.runtime import mocks, rpc, settings
 
+from tests.conftest import REPO
 from tests.deploy.test_completion import target
+from trainjobs.core.errors import UserError
 from trainjobs.deploy.completion import JobCompletion, WatchedJob, WatchSettings
+from trainjobs.review.preview import PreviewResult, run_preview
 
 CLUSTER_KUBECONFIG = "apiVersion: v1\nkind: Config\ncurrent-context: ci\n"
 
@@ -114,3 +120,52 @@ def test_without_a_kubernetes_provider_the_watcher_uses_the_stacks_settings(
         "kubeconfig": "the stack's kubernetes:kubeconfig",
         "context": "stack-context",
     }
+
+
+# --- the public components: the watcher follows the jobs' objects to their cluster ------------
+
+JOBS_ON_A_PROVIDER = """
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+import trainjobs
+
+document = yaml.safe_load(open({file!r}))
+clusters = {{name: k8s.Provider(name, context=name) for name in ("ci", "lab")}}
+jobs = [
+    trainjobs.TFJob(
+        f"tf-{{index}}", document["spec"], watched=True,
+        opts=pulumi.ResourceOptions(provider=clusters[cluster]),
+    )
+    for index, cluster in enumerate({clusters!r})
+]
+trainjobs.JobCompletion("completion", jobs)
+"""
+
+
+def preview_jobs(tmp_path: Path, clusters: list[str]) -> PreviewResult:
+    root = tmp_path / "project"
+    root.mkdir()
+    program = JOBS_ON_A_PROVIDER.format(
+        file=str(REPO / "jobs" / "tf-mnist.yaml"), clusters=clusters
+    )
+    (root / "__main__.py").write_text(program, encoding="utf-8")
+    shutil.copy(REPO / "Pulumi.yaml", root / "Pulumi.yaml")
+    (root / "Pulumi.test.yaml").write_text(yaml.safe_dump({"config": {}}), encoding="utf-8")
+    return run_preview("test", root)
+
+
+def test_without_a_provider_of_its_own_the_watcher_uses_its_jobs_provider(tmp_path: Path) -> None:
+    result = preview_jobs(tmp_path, ["lab", "lab"])
+    (watcher,) = [r for r in result.resources if r.type.endswith(":JobCompletion")]
+    # The kubeconfig is a secret whatever it holds (the provider's has none: ambient).
+    assert (watcher.inputs["context"], watcher.inputs["kubeconfig"]) == ("lab", "[secret]")
+
+
+def test_jobs_on_two_clusters_need_two_watchers(tmp_path: Path) -> None:
+    with pytest.raises(UserError) as error:
+        preview_jobs(tmp_path, ["ci", "lab"])
+    assert str(error.value) == (
+        "JobCompletion completion: its jobs' objects go to 2 clusters (the kubernetes "
+        "providers ci, lab); a watcher talks to one: make a JobCompletion per provider"
+    )
