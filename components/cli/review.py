@@ -162,8 +162,7 @@ def _preview(args: argparse.Namespace) -> int:
         f"stack {args.stack}: {len(result.resources)} resources, {len(objects)} Kubernetes objects"
     )
     for registration in objects:
-        manifest = registration.inputs
-        print(f"  {manifest['kind']:<14} {manifest['metadata']['name']}")
+        print(f"  {registration.inputs['kind']:<14} {registration.object_name}")
     print(f"wrote {len(paths)} files to {args.out}")
     if args.against is not None:
         return report_against(args)

@@ -61,15 +61,21 @@ def prepare_output_dir(path: Path, flag: str = "--out") -> None:
         raise EnvironmentFailure(f"{flag} {path}: {error.strerror}") from None
 
 
-def manifest_filename(index: int, manifest: dict[str, Any]) -> str:
-    return f"{index:02d}-{manifest['kind']}-{manifest['metadata']['name']}.yaml"
+def manifest_filename(index: int, manifest: dict[str, Any], name: str | None = None) -> str:
+    """``NN-Kind-name.yaml``; ``name`` (default: the object's) for an object whose name is not
+    known yet (a preview)."""
+    return f"{index:02d}-{manifest['kind']}-{name or manifest['metadata']['name']}.yaml"
 
 
-def write_manifests(manifests: list[dict[str, Any]], out_dir: Path) -> list[Path]:
-    """One file per object, numbered in creation order."""
+def write_manifests(
+    manifests: list[dict[str, Any]], out_dir: Path, names: list[str] | None = None
+) -> list[Path]:
+    """One file per object, numbered in creation order; ``names`` as
+    :func:`manifest_filename`'s, one per object (default: the objects' own)."""
     written = []
     for index, manifest in enumerate(manifests, start=1):
-        path = out_dir / manifest_filename(index, manifest)
+        name = names[index - 1] if names is not None else None
+        path = out_dir / manifest_filename(index, manifest, name)
         path.write_text(dump_yaml(manifest), encoding="utf-8")
         written.append(path)
     return written

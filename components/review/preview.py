@@ -58,6 +58,14 @@ class Registration:
     replace_on_changes: list[str] = field(default_factory=list)
 
     @property
+    def object_name(self) -> str:
+        """A Kubernetes object's name, or its resource name while the name is not known (a
+        preview) or is a secret."""
+        metadata = self.inputs.get("metadata")
+        name = metadata.get("name") if isinstance(metadata, dict) else None
+        return name if isinstance(name, str) and name not in (UNKNOWN, REDACTED) else self.name
+
+    @property
     def is_kubernetes(self) -> bool:
         """A Kubernetes object (not a Helm release or a chart, YAML or provider resource)."""
         return (
@@ -401,7 +409,10 @@ def _outputs(redactor: _Redactor, values: dict[str, Any]) -> dict[str, Any]:
 def write_preview(result: PreviewResult, out_dir: Path) -> list[Path]:
     """Write one YAML file per Kubernetes object plus `graph.json`; returns the paths."""
     prepare_output_dir(out_dir)
-    written = write_manifests([r.inputs for r in result.kubernetes_objects()], out_dir)
+    objects = result.kubernetes_objects()
+    written = write_manifests(
+        [r.inputs for r in objects], out_dir, [r.object_name for r in objects]
+    )
     graph = out_dir / "graph.json"
     summary = {
         "stack": result.stack,

@@ -137,3 +137,34 @@ def test_the_urns_are_the_engines_the_parents_type_chain_without_the_stack(tmp_p
         "urn:pulumi:test::trainjobs::trainjobs:index:TFJob$kubernetes:batch/v1:Job::"
         "tf-mnist-worker-0"
     ) in urns
+
+
+UNKNOWN_NAMES = """
+import pulumi_kubernetes as k8s
+import pulumi_tls as tls
+
+key = tls.PrivateKey("key", algorithm="ED25519")
+k8s.core.v1.ConfigMap("whole", metadata=key.public_key_openssh.apply(lambda v: {"name": "x"}))
+k8s.core.v1.ConfigMap("named", metadata={"name": key.public_key_openssh})
+"""
+
+
+def test_objects_whose_names_are_not_known_yet_are_written_under_their_resource_names(
+    tmp_path, capsys
+):
+    root = project(tmp_path / "p", UNKNOWN_NAMES)
+    out = tmp_path / "o"
+    assert main(["preview", "--stack", "test", "--project", str(root), "--out", str(out)]) == 0
+    assert capsys.readouterr().out.splitlines()[1:3] == [
+        "  ConfigMap      named",
+        "  ConfigMap      whole",
+    ]
+    assert sorted(p.name for p in out.glob("*.yaml")) == [
+        "01-ConfigMap-named.yaml",
+        "02-ConfigMap-whole.yaml",
+    ]
+    assert yaml.safe_load((out / "02-ConfigMap-whole.yaml").read_text()) == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": "[known after pulumi up]",
+    }
