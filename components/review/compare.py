@@ -39,7 +39,7 @@ from trainjobs.review.replacement import (
     _rule_matches,
     replace_on_change,
 )
-from trainjobs.review.snapshot import Resource, Snapshot
+from trainjobs.review.snapshot import Resource, Snapshot, metadata_of
 
 OPERATIONS = ("create", "update", "replace", "delete", "same")
 REDACTED = "[secret]"  # the marker trainjobs.review.preview writes for secret values
@@ -234,7 +234,7 @@ def diff_resource(
         return ResourceDiff("same", base, head, (), ignored)
     if not any(change.replaces for change in changes):
         return ResourceDiff("update", base, head, tuple(changes), ignored)
-    old_meta, new_meta = old.get("metadata", {}), new.get("metadata", {})
+    old_meta, new_meta = metadata_of(old), metadata_of(new)
     delete_first = head.delete_before_replace or (
         bool(new_meta.get("name"))
         and old_meta.get("name") == new_meta.get("name")
@@ -283,7 +283,7 @@ def _rewatch_replaced_jobs(diffs: list[ResourceDiff]) -> list[ResourceDiff]:
     cluster assigns them), hence this rule, applied the way the engine would after the
     replacement."""
     replaced = {
-        d.head.manifest["metadata"]["name"]
+        metadata_of(d.head.manifest).get("name")
         for d in diffs
         if d.operation == "replace"
         and d.head

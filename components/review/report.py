@@ -13,6 +13,7 @@ from pathlib import Path
 
 from trainjobs.review.compare import DEFAULT_MAX_BYTES, OPERATIONS, Comparison, ResourceDiff
 from trainjobs.review.properties import format_path
+from trainjobs.review.snapshot import metadata_of
 
 _PHRASES = {
     "create": "to create",
@@ -66,7 +67,7 @@ def _ignored_notes(comparison: Comparison) -> list[str]:
     lines = []
     for resource in comparison.with_ignored_changes:
         manifest = resource.resource.manifest or {}
-        meta = manifest.get("metadata", {})
+        meta = metadata_of(manifest)
         for change in resource.ignored:
             path = format_path(change.path)
             line = f"- `{resource.label}`: `{path}` is not applied (`ignoreChanges`)"

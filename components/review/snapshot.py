@@ -12,6 +12,12 @@ import yaml
 from trainjobs.core.errors import UserError
 
 
+def metadata_of(manifest: dict[str, Any]) -> dict[str, Any]:
+    """A manifest's metadata; empty while a preview could not know it (the marker string)."""
+    metadata = manifest.get("metadata")
+    return metadata if isinstance(metadata, dict) else {}
+
+
 @dataclass(frozen=True)
 class Resource:
     """One resource of a preview: a Kubernetes object (with its manifest) or a component."""
@@ -32,7 +38,7 @@ class Resource:
     def label(self) -> str:
         if self.manifest is None:
             return f"{self.type.rsplit(':', 1)[-1]} {self.name}"
-        meta = self.manifest.get("metadata", {})
+        meta = metadata_of(self.manifest)
         where = f"{meta['namespace']}/" if meta.get("namespace") else ""
         return f"{self.manifest.get('kind')} {where}{meta.get('name', self.name)}"
 
@@ -100,7 +106,7 @@ def load_preview(directory: Path) -> Snapshot:
         if manifest is not None and pulumi_type(manifest) != entry["type"]:
             raise UserError(
                 f"{directory}: manifest {manifest.get('kind')} "
-                f"{manifest.get('metadata', {}).get('name')} does not match graph.json entry "
+                f"{metadata_of(manifest).get('name')} does not match graph.json entry "
                 f"{entry['type']}::{entry['name']}; write the preview again"
             )
         key = f"{qualified_type(entry)}::{entry['name']}"

@@ -168,3 +168,16 @@ def test_objects_whose_names_are_not_known_yet_are_written_under_their_resource_
         "kind": "ConfigMap",
         "metadata": "[known after pulumi up]",
     }
+
+
+def test_a_preview_of_objects_with_unknown_names_compares_with_an_earlier_one(tmp_path, capsys):
+    root = project(tmp_path / "p", UNKNOWN_NAMES)
+    base, head = tmp_path / "base", tmp_path / "head"
+    assert main(["preview", "--stack", "test", "--project", str(root), "--out", str(base)]) == 0
+    changed = UNKNOWN_NAMES.replace('{"name": "x"}))', '{"name": "x"}), data={"a": "1"})')
+    (root / "__main__.py").write_text(changed, encoding="utf-8")
+    arguments = ["--project", str(root), "--out", str(head), "--against", str(base)]
+    assert main(["preview", "--stack", "test", *arguments]) == 0
+    report = capsys.readouterr().out
+    assert "3 resources: 1 to replace, 2 unchanged." in report
+    assert "| `ConfigMap whole` | replace | `data` changed (`data` added)" in report
