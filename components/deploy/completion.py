@@ -191,6 +191,9 @@ class WatchedJob:
 
     target: WatchTarget
     uids: pulumi.Input[Mapping[str, str]]
+    description: pulumi.Input[Mapping[str, Any]] | None = None
+    """The target as the watcher gets it, with the Outputs the job was given in place
+    (default: ``target``'s own)."""
 
 
 class JobCompletion(pulumi.dynamic.Resource, module="trainjobs", name="JobCompletion"):
@@ -225,7 +228,13 @@ class JobCompletion(pulumi.dynamic.Resource, module="trainjobs", name="JobComple
             )
         kubeconfig = None if cluster is None else pulumi.Output.secret(cluster)
         props: dict[str, Any] = {
-            "jobs": [{"target": job.target.to_dict(), "uids": job.uids} for job in jobs],
+            "jobs": [
+                {
+                    "target": job.target.to_dict() if job.description is None else job.description,
+                    "uids": job.uids,
+                }
+                for job in jobs
+            ],
             "context": context,
             "timeout_seconds": settings.timeout_seconds,
             "fail_on_failure": settings.fail_on_failure,

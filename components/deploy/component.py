@@ -17,6 +17,7 @@ import pulumi_kubernetes as k8s
 from trainjobs.cluster.target import WATCH_ANNOTATION, WatchTarget
 from trainjobs.core.graph import Manifest, Node
 from trainjobs.core.jobset import QUEUE_LABEL
+from trainjobs.deploy.placeholders import Placeholders, check_resolved
 from trainjobs.deploy.ssh_key import ssh_secret_data
 from trainjobs.deploy.watch_target import WORKLOAD_KINDS, watch_target
 from trainjobs.kinds.mpi import ssh_assets
@@ -171,7 +172,9 @@ class TrainingJob(pulumi.ComponentResource):
     `trainjobs:index:<Kind>`, one type per kind of the registry.
 
     ``name`` (default: the job's name): the resource name, Pulumi's, which the job's
-    children's names follow; the objects keep the job's names.
+    children's names follow; the objects keep the job's names. ``inputs``: the Outputs the
+    job's arguments held, whose tokens its graph carries; they go back in place into its
+    objects, checked when they resolve.
     ``watched``: the stack's completion watcher sees this job through (it is created by
     the program for every job of the stack at once, see :mod:`.completion`); the job's
     Jobs are then created suspended and the watcher starts each run.
@@ -193,6 +196,7 @@ class TrainingJob(pulumi.ComponentResource):
         job: JobDefinition,
         *,
         name: str | None = None,
+        inputs: Placeholders | None = None,
         watched: bool = True,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -200,6 +204,8 @@ class TrainingJob(pulumi.ComponentResource):
         # two namespaces are two resources (a URN must be unique in the stack).
         resource_name = job.name if name is None else name
         super().__init__(f"trainjobs:index:{job.kind}", resource_name, None, opts)
+        self.inputs = inputs or Placeholders(f"{job.kind} {resource_name}")
+        """The Outputs the job was given, by the tokens that stand for them in its graph."""
         self.resources: dict[str, pulumi.CustomResource] = {}
         """The job's Kubernetes objects by graph key (`Kind/name`)."""
         self.job = job
@@ -224,7 +230,9 @@ class TrainingJob(pulumi.ComponentResource):
         for node in job.graph.nodes:
             if held and node.kind == "JobSet":
                 continue
-            manifest = pulumi_manifest(node, self.target, gated=gated)
+            manifest = self.inputs.restore(
+                pulumi_manifest(node, self.target, gated=gated), check_resolved
+            )
             kwargs: dict[str, Any] = {
                 _snake(key): value
                 for key, value in manifest.items()
@@ -245,7 +253,7 @@ class TrainingJob(pulumi.ComponentResource):
                 **kwargs,
             )
         self.name = pulumi.Output.from_input(job.name)
-        self.namespace = pulumi.Output.from_input(job.namespace)
+        self.namespace = pulumi.Output.from_input(self.inputs.restore(job.namespace))
         self.master_job_name = pulumi.Output.from_input(job.completion_job)
         self.worker_pod_names = pulumi.Output.from_input(job.worker_pods)
         self.register_outputs(
@@ -256,6 +264,14 @@ class TrainingJob(pulumi.ComponentResource):
                 "worker_pod_names": self.worker_pod_names,
             }
         )
+
+    def watch_description(self) -> pulumi.Input[dict[str, Any]]:
+        """The job's description for the watcher, its Outputs in place."""
+        return self.inputs.restore(self.target.to_dict())
+
+    def watch_key(self) -> pulumi.Input[str]:
+        """The key of the job's outcome in the watcher's (``namespace/name``)."""
+        return self.inputs.restore(self.target.key)
 
     @property
     def anchor(self) -> list[pulumi.CustomResource]:

@@ -29,6 +29,7 @@ from trainjobs.deploy.arguments import (
     type_problem,
 )
 from trainjobs.deploy.component import TrainingJob
+from trainjobs.deploy.placeholders import Placeholders, is_value_field
 from trainjobs.images.gpu_support import check_images_on_pool
 from trainjobs.images.pinning import pin_images
 from trainjobs.kinds.registry import KINDS, JobDefinition, parse_job
@@ -86,43 +87,55 @@ class KubeflowJob(TrainingJob, Generic[SpecT]):
         name: str,
         spec: SpecT | Mapping[str, Any],
         *,
-        namespace: str = "default",
-        labels: Mapping[str, str] | None = None,
+        job_name: str | None = None,
+        namespace: pulumi.Input[str] = "default",
+        labels: Mapping[str, pulumi.Input[str]] | None = None,
         options: GraphOptions | None = None,
         pool: SchedulingProfile | None = None,
-        images: Mapping[str, str] | None = None,
+        images: Mapping[str, pulumi.Input[str]] | None = None,
         require_digests: bool = False,
         watched: bool = False,
         source: str | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        job_name = name if job_name is None else job_name
+        given_source, source = source, own_source(self.KIND, job_name, source)
+        # Outputs stand in the pure graph as tokens (see trainjobs.deploy.placeholders).
+        inputs = Placeholders(f"{self.KIND} {name}")
+        whole = isinstance(spec, Mapping) and ("kind" in spec or "apiVersion" in spec)
         arguments = {
-            "namespace": namespace,
-            "labels": labels,
+            "namespace": inputs.hide(namespace, "namespace"),
+            "labels": inputs.hide(labels, "labels"),
             "options": options,
             "pool": pool,
-            "images": images,
+            "images": inputs.hide(images, "images"),
             "require_digests": require_digests,
             "watched": watched,
-            "source": source,
+            "source": given_source,
             "opts": opts,
         }
-        source = own_source(self.KIND, name, source)
         try:
-            self.check_arguments(source, name, spec, arguments)
-            document = self.document(name, spec, labels, source)
+            plain = inputs.hide(_section(spec), "" if whole else "spec")
+            inputs.refuse_structural(source, is_value_field)
+            self.check_arguments(source, job_name, spec, arguments)
+            document = self.document(job_name, plain, arguments["labels"], source)
             self.check_kind(document, source)
-            job = parse_job(document, source, namespace, options)
-            job = place_job(job, pool, images, require_digests)
+            job = parse_job(document, source, arguments["namespace"], options)
+            job = place_job(job, pool, arguments["images"], require_digests)
         except UserError as error:
             raise refused(error) from None
-        self._register(job, watched, opts)
+        self._register(job, watched, opts, name, inputs)
 
     def _register(
-        self, job: JobDefinition, watched: bool, opts: pulumi.ResourceOptions | None
+        self,
+        job: JobDefinition,
+        watched: bool,
+        opts: pulumi.ResourceOptions | None,
+        name: str | None = None,
+        inputs: Placeholders | None = None,
     ) -> None:
         """Register the job's objects, and warn of what its spec says to no effect."""
-        TrainingJob.__init__(self, job, watched=watched, opts=opts)
+        TrainingJob.__init__(self, job, name=name, inputs=inputs, watched=watched, opts=opts)
         for warning in [*job.warnings, *self.notices]:
             pulumi.log.warn(escape(f"{job.kind} {job.name}: {warning}"), resource=self)
 
@@ -332,15 +345,27 @@ class JobCompletion(completion.JobCompletion, module="trainjobs", name="JobCompl
         )
         super().__init__(
             name,
-            [completion.WatchedJob(job.target, job.uids()) for job in jobs],
+            [
+                completion.WatchedJob(job.target, job.uids(), job.watch_description())
+                for job in jobs
+            ],
             settings or completion.WatchSettings(),
             pulumi.ResourceOptions.merge(opts, depends_on),
         )
 
     def outcome(self, job: TrainingJob) -> pulumi.Output[dict[str, Any] | None]:
         """One job's outcome (unknown until it ends)."""
-        key = job.target.key
-        return self.outcomes.apply(lambda outcomes: (outcomes or {}).get(key))
+        return pulumi.Output.all(self.outcomes, job.watch_key()).apply(
+            lambda values: (values[0] or {}).get(values[1])
+        )
+
+
+def _section(spec: object) -> object:
+    """A spec model as the mapping of what the program set (defaults stay the operator's, as
+    in YAML), its values as given (Outputs among them); anything else as it is."""
+    if isinstance(spec, BaseModel):
+        return spec.model_dump(by_alias=True, exclude_unset=True)
+    return spec
 
 
 def own_source(kind: str, name: object, source: object) -> str:

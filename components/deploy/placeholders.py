@@ -34,7 +34,10 @@ import pulumi
 # equivalent.
 from pulumi import _types
 
+from trainjobs.core import apimachinery
 from trainjobs.core.errors import ConfigError, Problem
+from trainjobs.core.names import namespace_problems
+from trainjobs.images.references import reference_problem
 
 TOKEN = re.compile(r"pulumi-input-[0-9a-f]{12}")
 """A placeholder: lower-case letters, digits and dashes (a DNS label, an image name, a label
@@ -172,6 +175,25 @@ class Placeholders:
             return value
 
         return output.apply(checked)
+
+
+def check_resolved(path: str, value: Any) -> str | None:
+    """Why an Output's value does not fit the field at ``path``, by the checks a known value
+    of it gets at construction: a string (a quantity may be a number), an image reference,
+    the namespace a DNS label, a label's value as the API server checks it."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if number and re.fullmatch(r".*\.(limits|requests)\.[^\[\]/]+", path):
+        return None
+    if not isinstance(value, str):
+        return f"must be a string, not {type(value).__name__}"
+    problems: list[str] = []
+    if path == "namespace":
+        problems = [problem.message for problem in namespace_problems(value, path)]
+    elif path.endswith(".image") or path.startswith("images."):
+        problems = [problem for problem in [reference_problem(value)] if problem]
+    elif re.fullmatch(r"(.*\.)?labels\.[^\[\]]+", path):
+        problems = apimachinery.label_value(value)
+    return "; ".join(problems) or None
 
 
 def _join(path: str, key: str) -> str:
