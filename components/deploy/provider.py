@@ -38,6 +38,8 @@ def wire(value: Any, annotation: Any) -> Any:
     origin = typing.get_origin(annotation)
     if origin is NotRequired:
         return wire(value, typing.get_args(annotation)[0])
+    if origin is typing.Union:  # pulumi.Input[X]: X, or an Output the library refuses or keeps
+        return wire(value, typing.get_args(annotation)[0])
     if typing.is_typeddict(annotation) and isinstance(value, dict):
         hints = typing.get_type_hints(annotation)
         return {to_camel(key): wire(item, hints.get(key, Any)) for key, item in value.items()}
@@ -51,7 +53,8 @@ def provider_component(kind: Kind, args_type: Any) -> type[pulumi.ComponentResou
     """``kind``'s public component as the provider constructs it: from one ``args`` mapping
     of Python names (the analyzer's), turned back into the spec's camelCase."""
     base = kind.component()
-    spec_type = typing.get_type_hints(args_type)["spec"]
+    # As written (pulumi.Input's forward reference to Output[T] does not evaluate again).
+    spec_type = args_type.__annotations__["spec"]
 
     def __init__(
         self: Any, name: str, args: Any, opts: pulumi.ResourceOptions | None = None

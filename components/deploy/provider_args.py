@@ -103,12 +103,15 @@ def args_source(kinds: Iterable[Kind]) -> str:
     for kind in kinds:
         *_, latest = kind.spec_models().values()
         spec = writer.model(latest, f"{kind.spec_class}Args")
+        # Inputs, not plain: a program of any language may pass Outputs (the library takes
+        # them where an object only carries the value, and refuses one where the graph
+        # needs a plain value).
         fields = [
-            f"    spec: {spec}",
+            f"    spec: Input[{spec}]",
             f"    {_literal(f'The {kind.name} spec, as in its YAML.')}",
-            "    namespace: NotRequired[str]",
+            "    namespace: NotRequired[Input[str]]",
             '    "The job\'s namespace. Default: default."',
-            "    labels: NotRequired[dict[str, str]]",
+            "    labels: NotRequired[Input[dict[str, Input[str]]]]",
             '    "Labels of the job. Default: none."',
         ]
         if kind.takes_runtimes:
@@ -122,7 +125,10 @@ def args_source(kinds: Iterable[Kind]) -> str:
             f"    {_literal(f'The inputs of a {kind.name}.')}",
         ]
         writer.classes.append("\n".join([*head, *fields]))
-    header = "from typing import Any, NotRequired, TypedDict\n\n\n"
+    # Output: pulumi.Input names it by a forward reference.
+    header = (
+        "from typing import Any, NotRequired, TypedDict\n\nfrom pulumi import Input, Output\n\n\n"
+    )
     return header + "\n\n\n".join(writer.classes) + "\n"
 
 

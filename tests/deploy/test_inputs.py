@@ -5,16 +5,21 @@ in two namespaces; a structural Output refused naming the field."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from collections.abc import Iterator
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
+import yaml
 from pulumi.output import Unknown
 from pulumi.runtime import mocks, rpc, settings
 
 import trainjobs
+from tests.conftest import REPO
+from trainjobs.review.preview import run_preview
 
 IMAGE = "registry.example/train:1"
 UNKNOWN = object()
@@ -151,3 +156,52 @@ def test_an_output_where_the_graph_needs_a_plain_value_is_refused_naming_the_fie
         "Kubernetes object only carries the value: images, commands, env values, namespace, "
         "labels' values, quantities...)",
     ]
+
+
+# --- every language: the provider's schema takes Inputs, and a construct with an unknown -------
+
+
+def test_the_providers_schema_takes_the_spec_namespace_and_labels_as_inputs():
+    schema = json.loads((REPO / "provider" / "schema.json").read_text())
+    plain = {
+        (resource.rsplit(":", 1)[-1], name)
+        for resource, entry in schema["resources"].items()
+        for name, prop in entry["inputProperties"].items()
+        if prop.get("plain") or prop.get("additionalProperties", {}).get("plain")
+    }
+    assert plain == {("TrainJob", "runtimes")}
+
+
+THROUGH_THE_PROVIDER = """
+import yaml
+import pulumi_kubernetes as k8s
+import pulumi_tls as tls
+from trainjobs.deploy.provider import provider
+
+key = tls.PrivateKey("key", algorithm="ED25519")
+image = key.public_key_openssh.apply(lambda _: "registry.example/train:1")  # unknown in a preview
+namespace = k8s.core.v1.Namespace("ml")
+spec = yaml.safe_load(open({file!r}))["spec"]
+spec["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["image"] = image
+inputs = {{"spec": spec, "namespace": namespace.metadata.name}}
+provider().construct("mnist", "trainjobs:index:PyTorchJob", inputs, None)
+"""
+
+
+def test_a_job_constructed_through_the_provider_with_an_unknown_value_keeps_it_unknown(tmp_path):
+    root = tmp_path / "p"
+    root.mkdir()
+    program = THROUGH_THE_PROVIDER.format(file=str(REPO / "jobs" / "pytorch-mnist.yaml"))
+    (root / "__main__.py").write_text(program, encoding="utf-8")
+    shutil.copy(REPO / "Pulumi.yaml", root / "Pulumi.yaml")
+    (root / "Pulumi.test.yaml").write_text(yaml.safe_dump({"config": {}}), encoding="utf-8")
+    result = run_preview("test", root)
+    objects = {r.name: r.inputs for r in result.kubernetes_objects()}
+    (namespace,) = [name for name in objects if name == "ml"]
+    for job, image in (
+        ("mnist-master-0", "[known after pulumi up]"),
+        ("mnist-worker-0", "trainjobs/pytorch:2.13.0-cpu"),
+    ):
+        manifest = objects[job]
+        assert manifest["metadata"]["namespace"] == objects[namespace]["metadata"]["name"]
+        assert manifest["spec"]["template"]["spec"]["containers"][0]["image"] == image
