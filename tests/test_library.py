@@ -353,14 +353,20 @@ def test_several_jobs_with_one_watcher_are_the_objects_of_the_yaml_path(tmp_path
     assert [r.name for r in got.resources if r.type.endswith("JobCompletion")] == ["completion"]
 
 
-def test_a_watcher_refuses_a_job_built_unwatched(tmp_path):
+def test_a_job_handed_to_a_watcher_is_watched_without_watched_true(tmp_path):
+    """Handing a job to a JobCompletion is what makes it watched; without ``watched=True``
+    its Jobs are not created suspended, and the watcher follows the run they start."""
     program = SWEEP.replace(", watched=True", "")
-    with pytest.raises(UserError) as error:
-        run_preview("test", program_project(tmp_path, program))
-    assert str(error.value) == (
-        "JobCompletion completion: ChainerJob chainermn-mnist, ChainerJob chainer-mnist built "
-        "with watched=False; build the jobs a JobCompletion watches with watched=True"
-    )
+    result = run_preview("test", program_project(tmp_path, program))
+    (watcher,) = [r for r in result.resources if r.type.endswith(":JobCompletion")]
+    watched = {job["target"]["name"]: job["target"]["gated"] for job in watcher.inputs["jobs"]}
+    assert watched == {"chainermn-mnist": False, "chainer-mnist": False}
+    masters = [
+        r.inputs["spec"].get("suspend")
+        for r in result.kubernetes_objects()
+        if r.inputs["kind"] == "Job"
+    ]
+    assert masters == [None, None]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -445,6 +451,8 @@ def test_the_sweep_example_previews_three_jobs_on_the_pool_with_one_watcher(tmp_
         (trainer,) = [c for c in pod["containers"] if c["image"] == pinned]
         assert trainer["command"][-2:] == ["--learning-rate", rate]
     assert summary["outputs"]["sweep-1"]["learningRate"] == 0.001
+    # The watcher's record of the job (job.outcome), which a preview cannot know.
+    assert summary["outputs"]["sweep-1"]["outcome"] == "[known after pulumi up]"
 
 
 # ---------------------------------------------------------------------------------------------

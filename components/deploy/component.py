@@ -204,6 +204,7 @@ class TrainingJob(pulumi.ComponentResource):
         # two namespaces are two resources (a URN must be unique in the stack).
         resource_name = job.name if name is None else name
         super().__init__(f"trainjobs:index:{job.kind}", resource_name, None, opts)
+        self._outcome: pulumi.Output[dict[str, Any] | None] = pulumi.Output.from_input(None)
         self.inputs = inputs or Placeholders(f"{job.kind} {resource_name}")
         """The Outputs the job was given, by the tokens that stand for them in its graph."""
         self.resources: dict[str, pulumi.CustomResource] = {}
@@ -264,6 +265,17 @@ class TrainingJob(pulumi.ComponentResource):
                 "worker_pod_names": self.worker_pod_names,
             }
         )
+
+    @property
+    def outcome(self) -> pulumi.Output[dict[str, Any] | None]:
+        """How the job's run ended, as the :class:`JobCompletion` that watches it records
+        it (unknown until it ends); None for a job no watcher was given (read it after
+        creating the watcher)."""
+        return self._outcome
+
+    def watched_by(self, outcome: pulumi.Output[dict[str, Any] | None]) -> None:
+        """Called by the watcher given this job: ``outcome`` is its record of the job."""
+        self._outcome = outcome
 
     def watch_description(self) -> pulumi.Input[dict[str, Any]]:
         """The job's description for the watcher, its Outputs in place."""

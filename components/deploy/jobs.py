@@ -319,7 +319,10 @@ class KubeflowJob(TrainingJob, Generic[SpecT]):
 class JobCompletion(completion.JobCompletion, module="trainjobs", name="JobCompletion"):
     """One completion watcher for several jobs: it starts each run and records how it ended.
 
-    ``jobs``: components built with ``watched=True``. ``settings`` (default
+    ``jobs``: the jobs to see through; handing a job to a watcher is what makes it watched.
+    One built with ``watched=True`` has its Jobs created suspended, and the watcher starts
+    each run (and hands over the TTL once the run's end is recorded); one built without runs
+    as soon as its Jobs exist, and the watcher follows it. ``settings`` (default
     :class:`WatchSettings`\\ (): a 24h timeout, a failed job fails the update, the ambient
     kubeconfig). The watcher starts once every job's workloads exist. Type token
     ``pulumi-python:dynamic/trainjobs:JobCompletion``; ``outcomes`` holds each job's outcome.
@@ -332,12 +335,6 @@ class JobCompletion(completion.JobCompletion, module="trainjobs", name="JobCompl
         settings: completion.WatchSettings | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        unwatched = [f"{job.job.kind} {job.job.name}" for job in jobs if not job.watched]
-        if unwatched:
-            raise pulumi.RunError(
-                f"JobCompletion {name}: {', '.join(unwatched)} built with watched=False; "
-                "build the jobs a JobCompletion watches with watched=True"
-            )
         # The uids make every workload a dependency already (Pulumi adds an input's resources
         # to the dependencies); listing them again cost the SDK 0.2 s for 100 jobs.
         depends_on = pulumi.ResourceOptions(
@@ -352,6 +349,8 @@ class JobCompletion(completion.JobCompletion, module="trainjobs", name="JobCompl
             settings or completion.WatchSettings(),
             pulumi.ResourceOptions.merge(opts, depends_on),
         )
+        for job in jobs:
+            job.watched_by(self.outcome(job))
 
     def outcome(self, job: TrainingJob) -> pulumi.Output[dict[str, Any] | None]:
         """One job's outcome (unknown until it ends)."""

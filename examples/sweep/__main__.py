@@ -58,14 +58,14 @@ async def main() -> None:
     pool = await infra.gpu_pool(config.get("gpuPool"))
     images = await infra.images()
     jobs = [sweep_job(index, rate, pool, images) for index, rate in enumerate(LEARNING_RATES)]
-    completion = JobCompletion("completion", jobs)
+    JobCompletion("completion", jobs)  # one watcher; each job's outcome is job.outcome
     for job, rate in zip(jobs, LEARNING_RATES, strict=True):
         pulumi.export(
             job.job.name,
             {
                 "learningRate": rate,
                 "masterJobName": job.master_job_name,
-                "outcome": completion.outcome(job),
+                "outcome": job.outcome,
             },
         )
 
