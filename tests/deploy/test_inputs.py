@@ -205,3 +205,35 @@ def test_a_job_constructed_through_the_provider_with_an_unknown_value_keeps_it_u
         manifest = objects[job]
         assert manifest["metadata"]["namespace"] == objects[namespace]["metadata"]["name"]
         assert manifest["spec"]["template"]["spec"]["containers"][0]["image"] == image
+
+
+def test_the_readmes_library_example_previews_offline(tmp_path):
+    """README "Library": a Namespace and an image built in the program, a sweep on them."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Library\n", 1)[1]
+    program = section.split("```python\n", 1)[1].split("```", 1)[0]
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "__main__.py").write_text(program, encoding="utf-8")
+    shutil.copy(REPO / "Pulumi.yaml", root / "Pulumi.yaml")
+    (root / "Pulumi.test.yaml").write_text(yaml.safe_dump({"config": {}}), encoding="utf-8")
+    result = run_preview("test", root)
+    urns = {r.urn for r in result.resources}
+    assert sorted((r.type, r.name) for r in result.resources if r.parent not in urns) == [
+        ("docker-build:index:Image", "trainer"),
+        ("kubernetes:core/v1:Namespace", "ml"),
+        ("pulumi-python:dynamic/trainjobs:JobCompletion", "sweep"),
+        ("trainjobs:index:PyTorchJob", "sweep-0"),
+        ("trainjobs:index:PyTorchJob", "sweep-1"),
+    ]
+    objects = {r.name: r.inputs for r in result.kubernetes_objects()}
+    namespace = objects["ml"]["metadata"]["name"]
+    for job, rate in (("sweep-0", "0.01"), ("sweep-1", "0.001")):
+        for replica in ("master-0", "worker-0", "worker-1"):
+            manifest = objects[f"{job}-{replica}"]
+            assert manifest["metadata"]["namespace"] == namespace
+            (container,) = manifest["spec"]["template"]["spec"]["containers"]
+            # The image's digest is known once it is built.
+            assert container["image"] == "[known after pulumi up]"
+            assert container["args"] == ["--learning-rate", rate]
+    assert result.outputs == {"outcomes": ["[known after pulumi up]"] * 2}
