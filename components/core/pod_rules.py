@@ -20,6 +20,7 @@ from typing import Any
 
 from trainjobs.core import apimachinery, quantity
 from trainjobs.core.errors import Problem
+from trainjobs.core.unknown_values import is_unknown
 
 Check = Callable[[str], list[str]]
 
@@ -502,6 +503,8 @@ def _overcommit_allowed(name: str) -> bool:
 def _quantity(check: _Checker, value: Any, path: str, resource: str | None) -> Decimal | None:
     """A quantity the API server can decode, not negative, whole for extended resources."""
     if value is None or isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    if is_unknown(value):  # an Output's: checked when it resolves
         return None
     try:
         amount = quantity.parse(value)

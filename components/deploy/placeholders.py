@@ -37,11 +37,9 @@ from pulumi import _types
 from trainjobs.core import apimachinery
 from trainjobs.core.errors import ConfigError, Problem
 from trainjobs.core.names import namespace_problems
+from trainjobs.core.quantity import QuantityError, parse
+from trainjobs.core.unknown_values import TOKEN
 from trainjobs.images.references import reference_problem
-
-TOKEN = re.compile(r"pulumi-input-[0-9a-f]{12}")
-"""A placeholder: lower-case letters, digits and dashes (a DNS label, an image name, a label
-value), never written by a user by chance."""
 
 Check = Callable[[str, Any], str | None]
 """Why a resolved value does not fit the field at ``path``, or None."""
@@ -179,10 +177,15 @@ class Placeholders:
 
 def check_resolved(path: str, value: Any) -> str | None:
     """Why an Output's value does not fit the field at ``path``, by the checks a known value
-    of it gets at construction: a string (a quantity may be a number), an image reference,
+    of it gets at construction: a string, a quantity (a number too), an image reference,
     the namespace a DNS label, a label's value as the API server checks it."""
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    if number and re.fullmatch(r".*\.(limits|requests)\.[^\[\]/]+", path):
+    if re.fullmatch(r".*\.(limits|requests)\.[^\[\]/]+", path):
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            return f"must be a quantity, not {type(value).__name__}"
+        try:
+            parse(value)
+        except QuantityError as error:
+            return str(error)
         return None
     if not isinstance(value, str):
         return f"must be a string, not {type(value).__name__}"

@@ -237,3 +237,38 @@ def test_the_readmes_library_example_previews_offline(tmp_path):
             assert container["image"] == "[known after pulumi up]"
             assert container["args"] == ["--learning-rate", rate]
     assert result.outputs == {"outcomes": ["[known after pulumi up]"] * 2}
+
+
+def memory_job(memory: pulumi.Input[str]) -> None:
+    container = {"name": "pytorch", "image": IMAGE, "resources": {"limits": {"memory": memory}}}
+    replica = {
+        "replicas": 1,
+        "restartPolicy": "OnFailure",
+        "template": {"spec": {"containers": [container]}},
+    }
+    trainjobs.PyTorchJob("mnist", {"pytorchReplicaSpecs": {"Master": replica}})
+
+
+def test_a_quantity_from_an_output_goes_in_place(monitor):
+    @pulumi.runtime.test
+    def program() -> None:
+        memory_job(pulumi.Output.from_input("2Gi"))
+
+    program()
+    (manifest,) = [i for t, n, i in monitor.registered if t.endswith(":Job")]
+    (container,) = manifest["spec"]["template"]["spec"]["containers"]
+    assert container["resources"] == {"limits": {"memory": "2Gi"}}
+
+
+def test_a_quantity_from_an_output_is_checked_when_it_resolves(monitor):
+    @pulumi.runtime.test
+    def program() -> None:
+        memory_job(pulumi.Output.from_input("lots"))
+
+    with pytest.raises(pulumi.RunError) as error:
+        program()
+    assert str(error.value) == (
+        "PyTorchJob mnist: spec.pytorchReplicaSpecs.Master.template.spec.containers[0]"
+        ".resources.limits.memory: 'lots' (an Output's value): quantities must match the "
+        "regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    )
