@@ -33,10 +33,15 @@ from trainjobs.core.spec_model import SpecModel
 RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
 CLEAN_POD_POLICIES = ("None", "Running", "All")
 if TYPE_CHECKING:
+    from pulumi_kubernetes.core.v1 import PodTemplateSpecArgs
+
     # What a program may write, so that a type checker flags a misspelled policy.
     RestartPolicy = Literal["Always", "OnFailure", "Never", "ExitCode"]
     CleanPodPolicy = Literal["None", "Running", "All"]
+    # A pod template as pulumi-kubernetes types it is read as its mapping (SpecModel).
+    Template = dict[str, Any] | PodTemplateSpecArgs
 else:
+    Template = dict[str, Any]
     # Any string at run time: a spec read from YAML gets the kinds' own messages for a bad
     # one ("must be one of ..."), as Kubeflow's validation words them, not pydantic's.
     RestartPolicy = str
@@ -54,7 +59,7 @@ class ReplicaSpec(SpecModel):
     """Number of pods. Default: 1."""
     restart_policy: RestartPolicy | None = None
     """Always, OnFailure, Never or ExitCode (1-127 fail the job, others are retried)."""
-    template: dict[str, Any] | None = None
+    template: Template | None = None
     """The pods' template: command, args and image are never rewritten."""
 
 

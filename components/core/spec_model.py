@@ -13,6 +13,7 @@ versions set ``case_insensitive`` so that specs written either way keep working 
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -38,6 +39,15 @@ class SpecModel(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
+    def _args_as_mappings(cls, data: Any) -> Any:
+        """A pulumi-kubernetes ``*Args`` object (a pod template) read as its mapping, with
+        the Kubernetes field names; what it holds is read when the job is built."""
+        if not isinstance(data, dict):
+            return data
+        return {key: _mapping_of_args(value) for key, value in data.items()}
+
+    @model_validator(mode="before")
+    @classmethod
     def _canonical_field_names(cls, data: Any) -> Any:
         if not cls.case_insensitive or not isinstance(data, dict):
             return data
@@ -50,6 +60,14 @@ class SpecModel(BaseModel):
                 continue
             renamed[canonical] = value
         return renamed
+
+
+def _mapping_of_args(value: Any) -> Any:
+    """``value``, or its mapping when it is a Pulumi input type (``*Args``): such a value
+    exists only once a program imported pulumi, which converts it as it serializes one."""
+    if getattr(type(value), "_pulumi_input_type", False):
+        return sys.modules["pulumi._types"].input_type_to_dict(value)
+    return value
 
 
 def known_fields(model: BaseModel) -> dict[str, Any]:

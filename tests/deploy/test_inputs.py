@@ -272,3 +272,19 @@ def test_a_quantity_from_an_output_is_checked_when_it_resolves(monitor):
         ".resources.limits.memory: 'lots' (an Output's value): quantities must match the "
         "regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
     )
+
+
+def test_a_spec_model_takes_a_template_as_pod_template_spec_args(monitor):
+    @pulumi.runtime.test
+    def program() -> None:
+        image = pulumi.Output.from_input(IMAGE)
+        master = trainjobs.ReplicaSpec(
+            replicas=1, restart_policy="OnFailure", template=template(image)
+        )
+        spec = trainjobs.PyTorchJobSpec(pytorch_replica_specs={"Master": master})
+        trainjobs.PyTorchJob("mnist", spec)
+
+    program()
+    (manifest,) = [i for t, n, i in monitor.registered if t.endswith(":Job")]
+    (container,) = manifest["spec"]["template"]["spec"]["containers"]
+    assert (container["name"], container["image"]) == ("pytorch", IMAGE)
