@@ -133,3 +133,26 @@ def test_mypy_on_a_user_program_with_the_installed_wheel_flags_misspelled_keywor
             "Found 3 errors in 1 file (checked 1 source file)",
         ],
     )
+
+
+def test_kubeflows_enumerations_are_literals_for_the_type_checker(tmp_path: Path) -> None:
+    program = tmp_path / "mpi.py"
+    program.write_text(
+        "from trainjobs import MPIJobSpec\n\n"
+        'MPIJobSpec(mpi_implementation="OpenMpi", launcher_creation_policy="AtStart")\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"), str(program)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert [line.rsplit("/", 1)[-1] for line in done.stdout.splitlines()] == [
+        'mpi.py:3: error: Argument "mpi_implementation" to "MPIJobSpecV2Beta1" has incompatible '
+        "type \"Literal['OpenMpi']\"; expected \"Literal['OpenMPI', 'Intel', 'MPICH'] | None\"  "
+        "[arg-type]",
+        'mpi.py:3: error: Argument "launcher_creation_policy" to "MPIJobSpecV2Beta1" has '
+        "incompatible type \"Literal['AtStart']\"; expected \"Literal['AtStartup', "
+        "'WaitForWorkersReady'] | None\"  [arg-type]",
+        "Found 2 errors in 1 file (checked 1 source file)",
+    ]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import StrictInt
 
@@ -34,6 +34,7 @@ from trainjobs.core.jobset import QUEUE_LABEL, is_queued, pod_name_problem
 from trainjobs.core.names import JobNames, check_name_limits
 from trainjobs.core.pod_template import Provided, check_pod_template
 from trainjobs.core.replica_spec import (
+    CleanPodPolicy,
     ReplicaSpec,
     ReplicaSpecBeforeV1,
     RunPolicy,
@@ -49,6 +50,15 @@ from trainjobs.kinds.mpijob import operator
 
 KIND = "MPIJob"
 VERSIONS = ("v1alpha2", "v1", "v2beta1")
+
+if TYPE_CHECKING:
+    # What a program may write, so that a type checker flags a misspelled value.
+    MPIImplementation = Literal["OpenMPI", "Intel", "MPICH"]
+    LauncherCreationPolicy = Literal["AtStartup", "WaitForWorkersReady"]
+else:
+    # Any string at run time: a spec read from YAML gets mpi-operator's own message.
+    MPIImplementation = str
+    LauncherCreationPolicy = str
 DEFAULT_CONTAINER_NAME = "mpi"
 """training-operator's MPIJobDefaultContainerName: a lone unnamed container is named so."""
 LAUNCHER = "Launcher"
@@ -66,7 +76,7 @@ class MPIJobSpecV1Alpha2(SpecModel):
     """Retries of the launcher Job. Default: 6."""
     active_deadline_seconds: int | None = None
     """Wall-clock limit of the launcher Job."""
-    clean_pod_policy: str | None = None
+    clean_pod_policy: CleanPodPolicy | None = None
     """None, Running or All. Default: None."""
     mpi_replica_specs: dict[str, ReplicaSpecBeforeV1] | None = None
     """Launcher (exactly one) and Worker."""
@@ -106,9 +116,9 @@ class MPIJobSpecV2Beta1(SpecModel):
     """Launcher (exactly one) and Worker."""
     ssh_auth_mount_path: str | None = None
     """Where the job's key pair is mounted in each pod. Default: /root/.ssh."""
-    launcher_creation_policy: str | None = None
+    launcher_creation_policy: LauncherCreationPolicy | None = None
     """AtStartup or WaitForWorkersReady. Default: AtStartup."""
-    mpi_implementation: str | None = None
+    mpi_implementation: MPIImplementation | None = None
     """OpenMPI, Intel or MPICH. Default: OpenMPI."""
     run_launcher_as_worker: bool | None = None
     """The launcher is also the hostfile's first host. Default: false."""
