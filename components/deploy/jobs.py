@@ -223,7 +223,7 @@ class KubeflowJob(TrainingJob, Generic[SpecT]):
         cls,
         name: str,
         spec: BaseModel | Mapping[str, Any],
-        labels: Mapping[str, str] | None = None,
+        labels: Mapping[str, pulumi.Input[str]] | None = None,
         source: str = "",
     ) -> dict[str, Any]:
         """The job document a spec stands for, as `trainjobs validate` reads it from YAML."""
@@ -239,7 +239,7 @@ class KubeflowJob(TrainingJob, Generic[SpecT]):
             return {**spec, "items": items}
         if isinstance(spec, BaseModel):
             # Only what the program set: defaults stay the operator's, as in YAML.
-            section: Any = spec.model_dump(by_alias=True, exclude_unset=True, mode="json")
+            section: Any = _section(spec)
         else:
             section = dict(spec)
         if "kind" in section or "apiVersion" in section:  # no spec section has these fields

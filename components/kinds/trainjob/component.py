@@ -34,27 +34,30 @@ class TrainJob(KubeflowJob[TrainJobSpec]):
         spec: TrainJobSpec | Mapping[str, Any],
         *,
         runtimes: Sequence[Mapping[str, Any]] = (),
-        namespace: str = "default",
-        labels: Mapping[str, str] | None = None,
+        job_name: str | None = None,
+        namespace: pulumi.Input[str] = "default",
+        labels: Mapping[str, pulumi.Input[str]] | None = None,
         options: GraphOptions | None = None,
         pool: SchedulingProfile | None = None,
-        images: Mapping[str, str] | None = None,
+        images: Mapping[str, pulumi.Input[str]] | None = None,
         require_digests: bool = False,
         watched: bool = False,
         source: str | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         if runtimes:
-            own = own_source(self.KIND, name, source)
+            named = name if job_name is None else job_name
+            own = own_source(self.KIND, named, source)
             try:
-                self.check_arguments(own, name, spec, {"runtimes": runtimes, "labels": labels})
-                document = self.document(name, spec, labels, own)
+                self.check_arguments(own, named, spec, {"runtimes": runtimes, "labels": labels})
+                document = self.document(named, spec, labels, own)
             except UserError as error:
                 raise refused(error) from None
             spec = {"apiVersion": "v1", "kind": "List", "items": [*map(dict, runtimes), document]}
         super().__init__(
             name,
             spec,
+            job_name=job_name,
             namespace=namespace,
             labels=labels,
             options=options,
