@@ -63,9 +63,15 @@ def place_job(
 class KubeflowJob(TrainingJob, Generic[SpecT]):
     """A Kubeflow training job as a component: the base of every kind's component.
 
-    ``spec``: the kind's spec model, a dict of its ``spec`` section in Kubeflow's shape
-    (camelCase, as in YAML), or a whole document (``apiVersion``, ``kind``, ``metadata``,
-    ``spec``). ``namespace`` (default ``default``; a document's own namespace wins),
+    ``name``: the resource name. ``spec``: the kind's spec model, a dict of its ``spec``
+    section in Kubeflow's shape (camelCase, as in YAML), or a whole document (``apiVersion``,
+    ``kind``, ``metadata``, ``spec``); pod templates may be pulumi-kubernetes ``*Args``.
+    Values a Kubernetes object only carries (images, commands, env values, the namespace,
+    labels' and images' values, quantities...) may be Pulumi Outputs; one where the graph
+    needs a plain value (a replica count, a name) is refused naming the field.
+    ``job_name`` (default: ``name``): the job's ``metadata.name``, so that two jobs of one
+    name in two namespaces are two resources. ``namespace`` (default ``default``; a
+    document's own namespace wins),
     ``labels`` (default none), ``options`` (default :class:`GraphOptions`\\ ()), ``pool``
     (default None), ``images`` (default None), ``require_digests`` (default False): as the
     stack settings of the same names. ``watched`` (default False): a :class:`JobCompletion`
