@@ -54,9 +54,7 @@ def test_a_program_awaits_the_pool_and_the_pins_of_the_infra_stack(tmp_path):
         "nodeSelector": {"trainjobs.io/gpu-pool": "a100"},
         "images": references[INFRA]["images"],
     }
-    assert [(r.type, r.name) for r in result.resources] == [
-        ("pulumi:pulumi:StackReference", INFRA)
-    ]
+    assert [(r.type, r.name) for r in result.resources] == [("pulumi:pulumi:StackReference", INFRA)]
 
 
 def test_a_stack_without_pools_is_a_clear_error_in_the_program(tmp_path):
