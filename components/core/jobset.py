@@ -184,6 +184,7 @@ def jobset(
     of that name when one exists (``createHeadlessSvcIfNecessary``).
     """
     operator, target = success
+    replicated_jobs = [_float_quantities_as_text(replicated) for replicated in replicated_jobs]
     network: Manifest = {"enableDNSHostnames": False}
     if subdomain is not None:
         network = {"enableDNSHostnames": True, "subdomain": subdomain}
@@ -202,6 +203,26 @@ def jobset(
         "metadata": {"name": name, "namespace": namespace, "labels": labels},
         "spec": spec,
     }
+
+
+def _float_quantities_as_text(replicated: Manifest) -> Manifest:
+    """``replicated`` with each quantity written as a YAML float (``cpu: 0.5``) as text: a
+    Job's own decoding reads a number as a quantity (apimachinery's Quantity.UnmarshalJSON),
+    but the JobSet CRD's schema types quantities as an integer or a string
+    (``x-kubernetes-int-or-string``), which a float is not."""
+    replicated = copy.deepcopy(replicated)
+    pod = replicated["template"]["spec"]["template"].get("spec") or {}
+    amounts = [pod.get("overhead"), (pod.get("resources") or {}).get("requests")]
+    amounts.append((pod.get("resources") or {}).get("limits"))
+    for group in ("initContainers", "containers"):
+        for container in pod.get(group) or []:
+            resources = container.get("resources") or {}
+            amounts += [resources.get("requests"), resources.get("limits")]
+    for amount in amounts:
+        for resource, value in (amount or {}).items():
+            if isinstance(value, float):
+                amount[resource] = repr(value)
+    return replicated
 
 
 def child_jobs(manifest: Manifest) -> list[Manifest]:

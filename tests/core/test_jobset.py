@@ -283,3 +283,20 @@ def test_env_some_indexes_lack_cannot_be_shared_and_names_the_variable():
         shared_env(per_index, offset=0)
 
     assert raised.value.name == "B"
+
+
+def test_a_float_quantity_is_written_as_text_which_the_jobsets_schema_takes():
+    document = load(KUEUE_PYTORCH)
+    for replica in document["spec"]["pytorchReplicaSpecs"].values():
+        container = replica["template"]["spec"]["containers"][0]
+        container["resources"] = {"requests": {"cpu": 0.5, "memory": 1}, "limits": {"cpu": 1.5}}
+
+    manifest = the_jobset(parse(document))
+
+    for replicated in manifest["spec"]["replicatedJobs"]:
+        container = replicated["template"]["spec"]["template"]["spec"]["containers"][0]
+        assert container["resources"] == {
+            "requests": {"cpu": "0.5", "memory": 1},
+            "limits": {"cpu": "1.5"},
+        }
+    assert schema_problems(manifest) == []

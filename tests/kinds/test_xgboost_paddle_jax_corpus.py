@@ -187,22 +187,7 @@ def test_a_spec_the_operator_would_not_run_is_refused_with_its_reason(path: Path
     assert "Traceback" not in err
 
 
-# Kueue's sample asks for `cpu: 0.5`, a YAML float, which the JobSet's CRD schema (an integer or
-# a string) refuses; the same holds for a queued TFJob or PyTorchJob: a defect of the shared
-# queued form, not of this kind, kept visible here until it is fixed.
-FLOAT_QUANTITY = "xgboostjob-v1-kueue-sample-xgboostjob.yaml"
-
-
-@pytest.mark.parametrize(
-    "path",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="float quantity in a JobSet"))
-        if p.name == FLOAT_QUANTITY
-        else p
-        for p in RENDERED
-    ],
-    ids=[p.name for p in RENDERED],
-)
+@pytest.mark.parametrize("path", RENDERED, ids=[p.name for p in RENDERED])
 def test_a_spec_the_operator_runs_renders_and_passes_the_strict_schemas(path: Path, tmp_path):
     assert main(["render", str(path), "--out", str(tmp_path / "out")]) == 0
     job = load_job(path)
