@@ -212,14 +212,16 @@ def _float_quantities_as_text(replicated: Manifest) -> Manifest:
     (``x-kubernetes-int-or-string``), which a float is not."""
     replicated = copy.deepcopy(replicated)
     pod = replicated["template"]["spec"]["template"].get("spec") or {}
-    amounts = [pod.get("overhead"), (pod.get("resources") or {}).get("requests")]
-    amounts.append((pod.get("resources") or {}).get("limits"))
-    for group in ("initContainers", "containers"):
-        for container in pod.get(group) or []:
-            resources = container.get("resources") or {}
-            amounts += [resources.get("requests"), resources.get("limits")]
+    holders = [
+        pod,
+        *(c for group in ("initContainers", "containers") for c in pod.get(group) or []),
+    ]
+    amounts: list[Manifest] = [pod.get("overhead") or {}]
+    for holder in holders:
+        resources = holder.get("resources") or {}
+        amounts += [resources.get("requests") or {}, resources.get("limits") or {}]
     for amount in amounts:
-        for resource, value in (amount or {}).items():
+        for resource, value in amount.items():
             if isinstance(value, float):
                 amount[resource] = repr(value)
     return replicated
