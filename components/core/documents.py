@@ -88,43 +88,23 @@ def load_mapping(path: str | Path) -> dict[str, Any]:
 
 
 def load_file(path: str | Path) -> dict[str, Any]:
-    """Read one YAML document (the job; image pull Secrets beside it are the local run's,
-    :mod:`trainjobs.images.registry_auth`); unreadable or non-mapping files are user errors."""
+    """Read a job file: its one YAML document, or, for several, a List of them as kubectl
+    reads a file of several objects (the job and what a ``kubectl apply`` of the file creates
+    beside it, :func:`trainjobs.kinds.registry.parse_job` tells them apart). Image pull Secrets
+    beside the job are the local run's (:mod:`trainjobs.images.registry_auth`). Unreadable or
+    non-mapping files are user errors."""
     try:
         documents = load_documents(path)
     except UnreadableFile as error:
         raise SpecError(error.source, [Problem("", error.problem)]) from None
     documents = [document for document in documents if not is_pull_secret(document)]
-    mappings = all(isinstance(doc, dict) for doc in documents)
-    if len(documents) > 1 and mappings and any(d.get("kind") in RUNTIME_KINDS for d in documents):
-        # A TrainJob with its runtimes: read as kubectl reads several objects, as a List.
+    if len(documents) > 1 and all(isinstance(doc, dict) for doc in documents):
         return {"apiVersion": "v1", "kind": "List", "items": documents}
-    if len(documents) > 1 and mappings:
-        raise SpecError(str(path), [Problem("", _several_objects(documents))])
     if len(documents) != 1 or not isinstance(documents[0], dict):
         raise SpecError(
             str(path), [Problem("", "expected exactly one YAML mapping (one job per file)")]
         )
     return documents[0]
-
-
-def _several_objects(documents: list[dict[str, Any]]) -> str:
-    """Copied examples often carry what the job needs beside it (a DRA ComputeDomain, a
-    PriorityClass): name each, and how to give them."""
-    found = ", ".join(
-        f"{d['kind']} {_name(d)!r}" if d.get("kind") else "a mapping without kind"
-        for d in documents
-    )
-    return (
-        f"expected exactly one YAML mapping (one job per file), got {len(documents)} "
-        f"documents ({found}); put the job in a file of its own, and create the other objects "
-        "apart from it (kubectl apply, or pulumi-kubernetes beside the job's component)"
-    )
-
-
-def _name(document: dict[str, Any]) -> Any:
-    metadata = document.get("metadata")
-    return metadata.get("name") if isinstance(metadata, dict) else None
 
 
 RUNTIME_SUFFIXES = (".yaml", ".yml")

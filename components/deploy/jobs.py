@@ -16,7 +16,7 @@ import pulumi
 from pydantic import BaseModel
 
 from trainjobs.cloud.scheduling import SchedulingProfile, apply_scheduling
-from trainjobs.core.documents import RUNTIME_KINDS, load_file
+from trainjobs.core.documents import load_file
 from trainjobs.core.errors import ConfigError, Problem, SpecError, UserError, got, written
 from trainjobs.core.graph import GraphOptions
 from trainjobs.core.names import namespace_problems
@@ -207,7 +207,7 @@ class KubeflowJob(TrainingJob, Generic[SpecT]):
             jobs = [
                 item.get("kind")
                 for item in document["items"]
-                if isinstance(item, Mapping) and item.get("kind") not in RUNTIME_KINDS
+                if isinstance(item, Mapping) and item.get("kind") in KINDS
             ]
             if len(jobs) != 1:
                 return

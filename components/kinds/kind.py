@@ -69,6 +69,9 @@ class JobDefinition:
     fails the job, as the operator decides."""
     queued: bool = False
     """Kueue queues the job: it is one JobSet, whose controller makes its Jobs."""
+    companions: tuple[str, ...] = ()
+    """Graph keys of the objects given beside the job in its file (:mod:`.bundle`): the
+    first nodes of its graph."""
 
     @property
     def completion_job(self) -> str:

@@ -13,10 +13,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from trainjobs.core.errors import Problem, SpecError
+from trainjobs.core.errors import Problem, SpecError, written
 from trainjobs.core.graph import GraphOptions
 from trainjobs.core.rendered_pods import check_graph
 from trainjobs.core.set_paths import SetPaths
+from trainjobs.kinds.bundle import check_companion, with_companions
 from trainjobs.kinds.kind import JobDefinition, Kind, Workload
 from trainjobs.kinds.retired import unknown_kind
 
@@ -120,7 +121,7 @@ def parse_job(
 ) -> JobDefinition:
     from trainjobs.core.documents import RUNTIME_KINDS
 
-    document = _single_item(document, source)
+    document, companions = _single_item(document, source)
     kind = document.get("kind")
     if kind == "List":  # a job and the training runtimes given beside it
         kind = runtimes_owner()
@@ -141,18 +142,26 @@ def parse_job(
     if entry is None:
         raise SpecError(source, [unknown_kind(document, KINDS)])
     job = entry.parse(document, source, namespace, options or GraphOptions())
-    # Every kind's final pod templates, whatever was added to them after the spec's checks.
+    # Every kind's final pod templates, whatever was added to them after the spec's checks
+    # (the companions' are the user's objects, which the cluster checks as it creates them).
     warnings = list(job.warnings)
     check_graph(job.graph, source, warnings)
-    return replace(job, warnings=tuple(warnings)) if len(warnings) > len(job.warnings) else job
+    if len(warnings) > len(job.warnings):
+        job = replace(job, warnings=tuple(warnings))
+    return with_companions(job, companions, source)
 
 
-def _single_item(document: dict[str, Any], source: str) -> dict[str, Any]:
-    """A ``kind: List`` of one job (``kubectl get ... -o yaml``) is that job, as for kubectl."""
+def _single_item(
+    document: dict[str, Any], source: str
+) -> tuple[dict[str, Any], list[tuple[int, dict[str, Any]]]]:
+    """A List (a file of several documents, ``kubectl get ... -o yaml``) holds one job, the
+    training runtimes of a job that takes them, and any other object kubectl would create
+    beside it (:mod:`.bundle`): the job (or the job's List with its runtimes), and those
+    companions with their indexes."""
     from trainjobs.core.documents import RUNTIME_KINDS
 
     if document.get("kind") != "List":
-        return document
+        return document, []
     items = document.get("items")
     if not isinstance(items, list):
         raise SpecError(
@@ -168,39 +177,56 @@ def _single_item(document: dict[str, Any], source: str) -> dict[str, Any]:
             raise SpecError(
                 source, [Problem(f"items[{index}]", f"must be a mapping (got {item!r})")]
             )
-    if any(isinstance(item, dict) and item.get("kind") in RUNTIME_KINDS for item in items):
-        return _with_runtimes(items, source, document)
     if len(items) == 1:
-        return items[0]
-    raise SpecError(
-        source,
-        [
-            Problem(
-                "items", f"a List must hold exactly one job (got {len(items)}): one job per file"
-            )
-        ],
-    )
-
-
-def _with_runtimes(items: list[Any], source: str, document: dict[str, Any]) -> dict[str, Any]:
-    """A job given with its training runtimes: the List, which its kind's parser reads."""
-    from trainjobs.core.documents import RUNTIME_KINDS
-
-    jobs = [i for i in items if not (isinstance(i, dict) and i.get("kind") in RUNTIME_KINDS)]
+        return items[0], []
+    jobs = [item for item in items if item.get("kind") in KINDS]
+    runtimes = [item for item in items if item.get("kind") in RUNTIME_KINDS]
+    companions = [
+        (index, item)
+        for index, item in enumerate(items)
+        if item.get("kind") not in KINDS and item.get("kind") not in RUNTIME_KINDS
+    ]
     owner = runtimes_owner()
-    if len(jobs) == 1 and isinstance(jobs[0], dict) and jobs[0].get("kind") == owner:
-        return document
-    kinds = [i.get("kind") if isinstance(i, dict) else None for i in jobs]
-    raise SpecError(
-        source,
-        [
-            Problem(
-                "items",
-                f"training runtimes ({', '.join(sorted(RUNTIME_KINDS))}) go beside exactly one "
-                f"{owner} (got {kinds!r}): one job per file",
-            )
-        ],
-    )
+    if runtimes and (len(jobs) != 1 or jobs[0].get("kind") != owner):
+        kinds = [item.get("kind") for item in jobs]
+        raise SpecError(
+            source,
+            [
+                Problem(
+                    "items",
+                    f"training runtimes ({', '.join(sorted(RUNTIME_KINDS))}) go beside exactly "
+                    f"one {owner} (got {kinds!r}): one job per file",
+                )
+            ],
+        )
+    if len(jobs) > 1:
+        raise SpecError(
+            source,
+            [
+                Problem(
+                    "items",
+                    f"a List must hold exactly one job (got {len(jobs)}): one job per file",
+                )
+            ],
+        )
+    if not jobs:
+        kinds = ", ".join(written(item.get("kind")) for item in items)
+        raise SpecError(
+            source,
+            [
+                Problem(
+                    "items",
+                    f"none of the {len(items)} documents is a job (kinds {kinds}): a file "
+                    f"holds one job, of kind {', '.join(KINDS)}, and the objects it needs",
+                )
+            ],
+        )
+    for index, item in companions:
+        check_companion(item, index, source)
+    if runtimes:
+        kept = [item for item in items if item.get("kind") in (*KINDS, *RUNTIME_KINDS)]
+        return {**document, "items": kept}, companions
+    return jobs[0], companions
 
 
 def load_job(
