@@ -198,7 +198,9 @@ def _run(args: argparse.Namespace) -> int:
         from trainjobs.local.image_packages import check_images
 
         declare_user_images(Path(args.file))
-        check_images(plan_cluster(job.graph, job.success_jobs, job.success_any), aliases)
+        check_images(
+            plan_cluster(job.graph, job.success_jobs, job.success_any, job.companions), aliases
+        )
     from trainjobs.local.output import TerminalFilter
     from trainjobs.local.runtime import RunOptions
     from trainjobs.local.start import run_job

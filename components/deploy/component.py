@@ -54,11 +54,17 @@ KUEUE_OWNED = ("spec.suspend",)
 admission (kueue pkg/controller/jobframework/defaults.go ``ApplyDefaultForSuspend``,
 reconciler.go), so a refresh must never compare it."""
 
+# The classes :data:`trainjobs.kinds.bundle.DEPLOYED_CLASSES` lists (a test keeps them equal).
+# Secret's class marks its data and stringData secret in inputs and outputs
+# (pulumi_kubernetes/core/v1/Secret.py: `pulumi.Output.secret`, `additional_secret_outputs`),
+# so a companion Secret's data never shows in the stack's state in the clear.
 _RESOURCE_CLASSES: dict[tuple[str, str], type[pulumi.CustomResource]] = {
     ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
     ("v1", "Secret"): k8s.core.v1.Secret,
     ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
     ("v1", "Service"): k8s.core.v1.Service,
+    ("v1", "PersistentVolumeClaim"): k8s.core.v1.PersistentVolumeClaim,
+    ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
     ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
     ("apps/v1", "StatefulSet"): k8s.apps.v1.StatefulSet,
@@ -231,8 +237,12 @@ class TrainingJob(pulumi.ComponentResource):
         for node in job.graph.nodes:
             if held and node.kind == "JobSet":
                 continue
+            # The objects given beside the job (trainjobs.kinds.bundle) are the user's, as
+            # kubectl apply would create them: none of the job's own treatment.
+            companion = node.key in job.companions
             manifest = self.inputs.restore(
-                pulumi_manifest(node, self.target, gated=gated), check_resolved
+                node.manifest if companion else pulumi_manifest(node, self.target, gated=gated),
+                check_resolved,
             )
             kwargs: dict[str, Any] = {
                 _snake(key): value
@@ -244,14 +254,21 @@ class TrainingJob(pulumi.ComponentResource):
                 # A custom resource (a gang scheduler's PodGroup): typed by apiVersion and kind.
                 resource_class = k8s.apiextensions.CustomResource
                 kwargs.update(api_version=manifest["apiVersion"], kind=manifest["kind"])
-            if node.kind == "Secret" and manifest.get("type") == ssh_assets.SECRET_TYPE:
+            if (
+                not companion
+                and node.kind == "Secret"
+                and manifest.get("type") == ssh_assets.SECRET_TYPE
+            ):
                 # The ssh transport's key pair: made here, never part of the pure graph.
                 kwargs["data"] = ssh_secret_data(job.name, self, resource_name)
             depends_on = [self.resources[key] for key in node.depends_on if key in self.resources]
+            options = (
+                pulumi.ResourceOptions(parent=self, depends_on=depends_on)
+                if companion
+                else resource_options(node, self, depends_on, gated)
+            )
             self.resources[node.key] = resource_class(
-                child_name(resource_name, job.name, node.name),
-                opts=resource_options(node, self, depends_on, gated),
-                **kwargs,
+                child_name(resource_name, job.name, node.name), opts=options, **kwargs
             )
         self.name = pulumi.Output.from_input(job.name)
         self.namespace = pulumi.Output.from_input(self.inputs.restore(job.namespace))
@@ -298,7 +315,7 @@ class TrainingJob(pulumi.ComponentResource):
         workloads = {
             key.split("/", 1)[1]: resource
             for key, resource in self.resources.items()
-            if key.split("/", 1)[0] in WORKLOAD_KINDS
+            if key.split("/", 1)[0] in WORKLOAD_KINDS and key not in self.job.companions
         }
         # Each uid taken from its metadata by an apply of its own: combining the metadata
         # objects themselves would make the SDK lift every label and annotation into an Output.

@@ -32,8 +32,8 @@ def run_key(job: JobDefinition) -> str:
     any change to what runs is a new one."""
     workloads: list[Any] = []
     for node in job.graph.nodes:
-        if node.kind not in WORKLOAD_KINDS:
-            continue
+        if node.kind not in WORKLOAD_KINDS or node.key in job.companions:
+            continue  # the objects beside the job (an etcd Deployment) are not its run
         spec = {
             key: value
             for key, value in node.manifest.get("spec", {}).items()

@@ -132,8 +132,7 @@ def with_companions(
                 [
                     Problem(
                         f"items[{index}].metadata.name",
-                        f"{key} is given twice, or is one the {job.kind} creates itself; "
-                        "rename it",
+                        f"{key} is given twice, or is one the {job.kind} creates itself; rename it",
                     )
                 ],
             )

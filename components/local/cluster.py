@@ -26,6 +26,8 @@ rather than run half-right.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
@@ -175,9 +177,51 @@ class ClusterPlan:
         return [*self.job_pods, *self.workers]
 
 
+LOCAL_COMPANIONS = ("ConfigMap", "Secret", "Service", "ServiceAccount")
+"""What a local run provides of the objects given beside the job (trainjobs.kinds.bundle):
+volume and env contents, names that resolve, identities."""
+
+
+def refuse_companions(graph: Graph, companions: tuple[str, ...]) -> None:
+    """Refuse at once, naming each, the objects beside the job a local run cannot provide."""
+    refused = [
+        f"{key} (no local equivalent)"
+        for key in companions
+        if graph.get(key).kind not in LOCAL_COMPANIONS
+    ]
+    if refused:
+        raise UserError(
+            f"local runs cannot create {', '.join(refused)}, given beside the job in its file; "
+            f"they provide {', '.join(LOCAL_COMPANIONS)}: run this file on a cluster, or "
+            "leave those objects out of it"
+        )
+
+
+def secret_files(secret: Manifest) -> dict[str, str]:
+    """A Secret given beside the job as its volume and env hold it: ``data`` decoded, with
+    ``stringData`` over it (the API server merges stringData into data, overwriting:
+    kubernetes pkg/apis/core/v1/conversion.go ``Convert_v1_Secret_To_core_Secret``)."""
+    name = secret["metadata"]["name"]
+    files: dict[str, str] = {}
+    for key, value in (secret.get("data") or {}).items():
+        try:
+            files[key] = base64.b64decode(str(value), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            raise UserError(
+                f"Secret {name}: data.{key}: not base64 of UTF-8 text, which local runs "
+                "write; give text in stringData instead"
+            ) from None
+    files.update({key: str(value) for key, value in (secret.get("stringData") or {}).items()})
+    return files
+
+
 def plan_cluster(
-    graph: Graph, success_jobs: tuple[str, ...], success_any: bool = False
+    graph: Graph,
+    success_jobs: tuple[str, ...],
+    success_any: bool = False,
+    companions: tuple[str, ...] = (),
 ) -> ClusterPlan:
+    refuse_companions(graph, companions)
     config_maps: dict[str, dict[str, str]] = {}
     secrets: dict[str, Manifest] = {}
     accounts: dict[str, Manifest] = {}

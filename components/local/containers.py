@@ -35,7 +35,7 @@ import posixpath
 import re
 import shlex
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +110,9 @@ class PodContext:
     labels: dict[str, str]
     annotations: dict[str, str]
     config_maps: dict[str, dict[str, str]]
+    secrets: dict[str, dict[str, str]] = field(default_factory=dict)
+    """The Secrets the run provides (given beside the job, its ssh key pair): name -> key ->
+    value."""
 
 
 def container_env(
@@ -121,8 +124,10 @@ def container_env(
 ) -> dict[str, str]:
     """base < image ENV < the container's env, each value resolved as the kubelet does."""
     env = {**base, **image_env}
-    if container.get("envFrom"):
-        raise UserError(f"{where}.envFrom: not supported by local runs; use env")
+    # The kubelet sets envFrom's variables first, then env's over them (kubernetes
+    # pkg/kubelet/kubelet_pods.go `makeEnvironmentVariables`).
+    for index, source in enumerate(container.get("envFrom") or []):
+        env.update(_env_from(source, context, f"{where}.envFrom[{index}]"))
     for index, item in enumerate(container.get("env") or []):
         name = item["name"]
         if item.get("valueFrom") is not None:
@@ -163,7 +168,46 @@ def _env_source(source: dict[str, Any], context: PodContext, where: str) -> str:
                 return ""
             raise UserError(f"{where}.valueFrom: ConfigMap {ref['name']}/{ref['key']} not found")
         return data[ref["key"]]
-    raise UserError(f"{where}.valueFrom: only fieldRef and configMapKeyRef are supported locally")
+    if "secretKeyRef" in source:
+        ref = source["secretKeyRef"]
+        data = context.secrets.get(ref["name"])
+        if data is None or ref["key"] not in data:
+            if ref.get("optional"):
+                return ""
+            raise UserError(
+                f"{where}.valueFrom: Secret {ref['name']}/{ref['key']} not found: local runs "
+                "provide the Secrets given beside the job in its file"
+            )
+        return data[ref["key"]]
+    raise UserError(
+        f"{where}.valueFrom: only fieldRef, configMapKeyRef and secretKeyRef are supported locally"
+    )
+
+
+ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
+"""A name envFrom may set (apimachinery pkg/util/validation `IsEnvVarName`, which the kubelet
+checks each key against): the kubelet skips other keys."""
+
+
+def _env_from(source: dict[str, Any], context: PodContext, where: str) -> dict[str, str]:
+    """One envFrom source's variables: every key of its ConfigMap or Secret that makes a
+    variable name, with the prefix (kubelet_pods.go `makeEnvironmentVariables`)."""
+    if source.get("configMapRef") is not None:
+        ref, found, what = source["configMapRef"], context.config_maps, "ConfigMap"
+    elif source.get("secretRef") is not None:
+        ref, found, what = source["secretRef"], context.secrets, "Secret"
+    else:
+        raise UserError(f"{where}: names neither a configMapRef nor a secretRef")
+    data = found.get(ref.get("name"))
+    if data is None:
+        if ref.get("optional"):
+            return {}
+        raise UserError(
+            f"{where}: {what} {ref.get('name')!r} not found: local runs provide the "
+            f"{what}s the job creates and those given beside it in its file"
+        )
+    prefix = source.get("prefix") or ""
+    return {prefix + key: value for key, value in data.items() if ENV_NAME.fullmatch(prefix + key)}
 
 
 def path_map(

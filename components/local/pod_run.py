@@ -82,6 +82,7 @@ class LocalPod:
             labels=self.plan.labels,
             annotations=self.plan.annotations,
             config_maps=self.run.plan.config_maps,
+            secrets=self.run.secret_files,
         )
 
     def running(self, container: str) -> bool:

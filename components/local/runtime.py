@@ -71,7 +71,7 @@ from trainjobs.kinds.mpi import ssh_assets
 from trainjobs.kinds.registry import JobDefinition
 from trainjobs.local import ssh as local_ssh
 from trainjobs.local.backoff import RestartBackoff
-from trainjobs.local.cluster import ClusterPlan
+from trainjobs.local.cluster import ClusterPlan, secret_files
 from trainjobs.local.files import inside, new_run_directory, private_directory, write_private
 from trainjobs.local.history import default_run_dir, record_end, record_start
 from trainjobs.local.job_run import JobRun
@@ -193,9 +193,15 @@ class Run:
                 if ssh_secrets
                 else None
             )
+            # The Secrets given beside the job hold their data; the ssh key pair is made here.
             self.secret_files = {
-                name: self.keys.files for name in ssh_secrets if self.keys is not None
+                name: secret_files(secret)
+                for name, secret in plan.secrets.items()
+                if name not in ssh_secrets
             }
+            self.secret_files.update(
+                {name: self.keys.files for name in ssh_secrets if self.keys is not None}
+            )
             self.jobs = [
                 JobRun(
                     job_plan,

@@ -22,7 +22,7 @@ def run_job(job: JobDefinition, options: RunOptions | None = None) -> RunResult:
     options = options or RunOptions()
     if options.network not in NETWORK_MODES:
         raise UserError(f"--network must be one of {', '.join(NETWORK_MODES)}")
-    plan = plan_cluster(job.graph, job.success_jobs, job.success_any)
+    plan = plan_cluster(job.graph, job.success_jobs, job.success_any, job.companions)
     check_baseline(plan)  # both runtimes: the same specs run (README: what each isolates)
     if options.runtime == "container":
         # Imported here: a process run needs no engine client or image builder.
