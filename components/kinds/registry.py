@@ -210,13 +210,13 @@ def _single_item(
             ],
         )
     if not jobs:
-        kinds = ", ".join(written(item.get("kind")) for item in items)
+        said = ", ".join(written(item.get("kind")) for item in items)
         raise SpecError(
             source,
             [
                 Problem(
                     "items",
-                    f"none of the {len(items)} documents is a job (kinds {kinds}): a file "
+                    f"none of the {len(items)} documents is a job (kinds {said}): a file "
                     f"holds one job, of kind {', '.join(KINDS)}, and the objects it needs",
                 )
             ],

@@ -18,7 +18,8 @@ Pure: graph in, plain data out. The runtime (:mod:`trainjobs.local.runtime`) exe
   with several addresses, which a hosts file cannot give: pods address each other by their
   own names, which every pod resolves.
 - ServiceAccounts, Roles and RoleBindings become grants the kubectl stand-in enforces.
-- ConfigMaps become volume contents.
+- ConfigMaps (and Secrets given beside the job) become volume and env contents; of the other
+  objects given beside the job, what has no local equivalent is refused at once.
 
 Anything else (parallel non-indexed Jobs, Deployments...) is refused with a clear message
 rather than run half-right.
@@ -143,7 +144,8 @@ class ClusterPlan:
     """StatefulSet pods: long-running, restarted when they exit, stopped at the end."""
     config_maps: dict[str, dict[str, str]]
     secrets: dict[str, Manifest]
-    """The job's Secrets as the graph has them (without data: see trainjobs.local.ssh)."""
+    """The job's Secrets as the graph has them: those given beside the job with their data
+    (:func:`secret_files`), the ssh transport's without (see trainjobs.local.ssh)."""
     grants: dict[str, list[tuple[str, str, str]]]
     """service account -> (verb, resource, pod name or '*') it may use."""
     success_jobs: tuple[str, ...] = ()

@@ -124,7 +124,8 @@ class LocalPod:
         stop_pods([self], lambda pod: grace)
 
     def _check_volumes(self) -> None:
-        """Only configMap, emptyDir and the job's own secret volumes exist locally."""
+        """Only configMap, emptyDir and secret volumes of the job's own Secrets or those given
+        beside it exist locally."""
         for index, volume in enumerate(self.plan.spec.get("volumes") or []):
             if volume.get("configMap") is not None:
                 source = volume["configMap"]
