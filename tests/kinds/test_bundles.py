@@ -65,6 +65,19 @@ def test_real_files_with_a_compute_domain_render_it_before_the_job(name: str, fi
     assert all(first in node.depends_on for node in job.graph.nodes[1:])
 
 
+def test_a_real_elastic_job_with_its_etcd_renders_the_service_and_deployment_first():
+    name = "pytorchjob-v1-aws-awsome-distributed-training-cpu-ddp-fsdp-simple-etcd-bundle.yaml"
+    job = load_job(CORPUS / name, "team")
+
+    assert job.companions == ("Service/etcd", "Deployment/etcd")
+    assert [node.key for node in job.graph.nodes[:2]] == list(job.companions)
+    assert [node.manifest["metadata"]["namespace"] for node in job.graph.nodes[:2]] == [
+        "team",
+        "team",
+    ]
+    assert all(set(job.companions) <= set(node.depends_on) for node in job.graph.nodes[2:])
+
+
 def test_companions_take_the_jobs_namespace_unless_they_name_one(tmp_path: Path):
     job = load_job(bundle(tmp_path, ETCD_SERVICE, ETCD_DEPLOYMENT, MINIMAL_JOB), "team")
 

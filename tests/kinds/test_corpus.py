@@ -89,7 +89,11 @@ RENDERED = [path for path in FILES if path.name not in REFUSED]
 
 
 def document(path: Path) -> dict[str, Any]:
-    loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    """The file's job (a file of several documents holds the objects it needs beside it)."""
+    documents = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
+    if len(documents) > 1:
+        return next(d for d in documents if d.get("kind") in REPLICA_SPECS)
+    loaded = documents[0]
     return loaded["items"][0] if loaded.get("kind") == "List" else loaded
 
 
