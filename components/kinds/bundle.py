@@ -57,12 +57,30 @@ DEPLOYED_CLASSES = frozenset(
 takes every field); any other is a CustomResource (:data:`CUSTOM_RESOURCE_FIELDS`)."""
 
 
-def check_companion(item: dict[str, Any], index: int, source: str) -> None:
+def check_companion(
+    item: dict[str, Any], index: int, source: str, job_kinds: dict[str, list[str]]
+) -> None:
     """A companion must be a Kubernetes object kubectl could create: apiVersion, kind and
-    metadata.name strings; one deployed as a CustomResource holds nothing it would drop."""
+    metadata.name strings; one deployed as a CustomResource holds nothing it would drop.
+    ``job_kinds``: API group -> the job kinds read from it; any other kind of those groups
+    is a misspelt or retired job, never an object to deploy."""
     where = f"items[{index}]"
     kind = item.get("kind")
     problems: list[Problem] = []
+    api_version = item.get("apiVersion")
+    group = api_version.split("/", 1)[0] if isinstance(api_version, str) else None
+    if group in job_kinds:
+        raise SpecError(
+            source,
+            [
+                Problem(
+                    f"{where}.kind",
+                    f"{written(kind)} is no {group} kind trainjobs reads (one of "
+                    f"{', '.join(job_kinds[group])}): a file holds one job and the objects "
+                    "it needs",
+                )
+            ],
+        )
     for key in ("apiVersion", "kind"):
         if not isinstance(item.get(key), str) or not item[key]:
             problems.append(

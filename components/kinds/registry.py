@@ -221,8 +221,11 @@ def _single_item(
                 )
             ],
         )
+    job_kinds: dict[str, list[str]] = {}
+    for name, entry in KINDS.items():
+        job_kinds.setdefault(entry.group, []).append(name)
     for index, item in companions:
-        check_companion(item, index, source)
+        check_companion(item, index, source, job_kinds)
     if runtimes:
         kept = [item for item in items if item.get("kind") in (*KINDS, *RUNTIME_KINDS)]
         return {**document, "items": kept}, companions

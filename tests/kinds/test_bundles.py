@@ -161,6 +161,21 @@ def test_a_second_job_in_the_file_is_still_refused(
     )
 
 
+def test_a_misspelt_second_job_is_refused_not_deployed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    misspelt = copy.deepcopy(MINIMAL_JOB)
+    misspelt.update(apiVersion="kubeflow.org/v1", kind="TfJob")
+    assert main(["validate", str(bundle(tmp_path, MINIMAL_JOB, misspelt))]) == 2
+    assert (
+        capsys.readouterr()
+        .err.splitlines()[1]
+        .startswith(
+            "  items[1].kind: 'TfJob' is no kubeflow.org kind trainjobs reads (one of ChainerJob, "
+        )
+    )
+
+
 def test_a_companion_named_as_one_of_the_jobs_objects_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):

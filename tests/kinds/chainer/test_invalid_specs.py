@@ -248,7 +248,8 @@ def test_a_file_with_two_documents_and_no_job_is_a_clear_error(tmp_path, capsys)
     assert main(["validate", str(spec)]) == 2
     assert capsys.readouterr().err.splitlines()[1] == (
         "  items: none of the 2 documents is a job (kinds null, null): a file holds one job, of "
-        "kind ChainerJob, TFJob, PyTorchJob, MPIJob, TrainJob, and the objects it needs"
+        "kind ChainerJob, TFJob, PyTorchJob, MPIJob, TrainJob, XGBoostJob, PaddleJob, JAXJob, "
+        "and the objects it needs"
     )
 
 
