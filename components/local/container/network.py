@@ -4,10 +4,12 @@ Each run gets its own engine network ``tj-<run id>``, ``--internal`` (no route b
 machine) with its own /24 of 198.18.0.0/15: the first one, from the run id's on, that no
 engine network holds (the engine refuses a subnet already used). The pods' addresses are
 known from then on (a pod's env may hold its IP), so the choice and the network's creation
-are made under one lock in the state directory, which concurrent runs take in turn: two of
-them cannot pick the same free /24. The engine gives the host bridge the gateway
-address ``.1`` (so, unlike the process runtime's pods, containers reach services listening on
-all of the host's addresses) and pods take the next addresses. Names resolve as in the process
+are made under one lock, which concurrent runs take in turn: two of them cannot pick the same
+free /24. As root the lock is the machine's (``/run/trainjobs``), since every root run shares
+the engine's networks whatever its run records' directory; otherwise it is in the state
+directory (a rootless engine's networks are its user's). The engine gives the host bridge the
+gateway address ``.1`` (so, unlike the process runtime's pods, containers reach services
+listening on all of the host's addresses) and pods take the next addresses. Names resolve as in the process
 runtime, from the same hosts file and ``resolv.conf``
 (:func:`trainjobs.local.network.hosts_file`), bind-mounted over every container's own, so the
 cluster-DNS forms (``<pod>.<subdomain>.<ns>.svc``, Service names) are the same and the
@@ -19,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import ipaddress
 import os
+import stat
 from pathlib import Path
 
 from trainjobs.core.errors import UserError
@@ -29,7 +32,8 @@ from trainjobs.local.network import POD_SUBNETS, PodHost, PodName, hosts_file, r
 NETWORK_PREFIX = "tj-"
 _MAX_PODS = 252
 LOCK_NAME = "container-subnets.lock"
-"""In the state directory: held from a run's choice of subnet to its network's creation."""
+"""Held from a run's choice of subnet to its network's creation."""
+ROOT_LOCK_DIRECTORY = Path("/run/trainjobs")
 
 
 def free_subnet(taken: list[str], run_id: str) -> ipaddress.IPv4Network:
@@ -50,6 +54,20 @@ def free_subnet(taken: list[str], run_id: str) -> ipaddress.IPv4Network:
         f"every /24 of {POD_SUBNETS} is used by another engine network; remove some "
         "(`podman network ls`)"
     )
+
+
+def _lock_directory() -> Path:
+    """Where the subnet lock lives: the machine's for root, else the user's state directory."""
+    if os.geteuid() != 0:
+        return state_directory()
+    ROOT_LOCK_DIRECTORY.mkdir(mode=0o700, exist_ok=True)
+    status = ROOT_LOCK_DIRECTORY.lstat()
+    if not stat.S_ISDIR(status.st_mode) or status.st_uid != 0 or status.st_mode & 0o022:
+        raise EngineError(
+            f"{ROOT_LOCK_DIRECTORY} must be a directory only root can write (it holds the "
+            "lock container runs choose their subnets under); remove it and run again"
+        )
+    return ROOT_LOCK_DIRECTORY
 
 
 class ContainerNetwork:
@@ -73,7 +91,7 @@ class ContainerNetwork:
         self.labels = labels
         self.namespace = namespace
         self._lock: int | None = os.open(
-            state_directory() / LOCK_NAME,
+            _lock_directory() / LOCK_NAME,
             os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
             0o600,
         )

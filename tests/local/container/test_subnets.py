@@ -75,3 +75,37 @@ def test_runs_choosing_at_once_take_different_subnets(tmp_path: Path):
         for made in networks:
             made.release()
         ENGINE.remove_networks([f"tj-{first.run_id}"])
+
+
+def test_runs_of_two_sessions_choosing_at_once_take_different_subnets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # Two users of the engine (or two test sessions) keep their run records apart, but share
+    # the engine's networks: the choice is made under one lock for the whole machine.
+    assert ENGINE is not None
+    chosen: list[str] = []
+    networks: list[ContainerNetwork] = []
+
+    def network(run_id: str) -> ContainerNetwork:
+        made = ContainerNetwork(ENGINE, run_id, "default", [], {}, tmp_path / run_id)
+        networks.append(made)
+        chosen.append(str(made.subnet))
+        return made
+
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir(mode=0o700)
+    monkeypatch.setenv(ledger.STATE_ENV, str(tmp_path / "a"))
+    first = network("0001fa")
+    monkeypatch.setenv(ledger.STATE_ENV, str(tmp_path / "b"))
+    second = threading.Thread(target=network, args=("0201fa",))
+    second.start()
+    second.join(0.5)
+    assert second.is_alive() and chosen == ["198.19.250.0/24"]
+    try:
+        first.up(ledger.Ledger(tmp_path / "ledger.json", {"created": []}))
+        second.join(30)
+        assert chosen == ["198.19.250.0/24", "198.19.251.0/24"]
+    finally:
+        for made in networks:
+            made.release()
+        ENGINE.remove_networks([f"tj-{first.run_id}"])
