@@ -9,8 +9,8 @@ free /24. As root the lock is the machine's (``/run/trainjobs``), since every ro
 the engine's networks whatever its run records' directory; otherwise it is in the state
 directory (a rootless engine's networks are its user's). The engine gives the host bridge the
 gateway address ``.1`` (so, unlike the process runtime's pods, containers reach services
-listening on all of the host's addresses) and pods take the next addresses. Names resolve as in the process
-runtime, from the same hosts file and ``resolv.conf``
+listening on all of the host's addresses) and pods take the next addresses. Names resolve as
+in the process runtime, from the same hosts file and ``resolv.conf``
 (:func:`trainjobs.local.network.hosts_file`), bind-mounted over every container's own, so the
 cluster-DNS forms (``<pod>.<subdomain>.<ns>.svc``, Service names) are the same and the
 engine's DNS is not used.
