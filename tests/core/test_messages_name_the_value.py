@@ -13,7 +13,7 @@ from trainjobs.cli import main
 
 PYTORCH = "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: a}\n"
 TRAINJOB = "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: a}\n"
-KINDS = "ChainerJob, TFJob, PyTorchJob, MPIJob, TrainJob"
+KINDS = "ChainerJob, TFJob, PyTorchJob, MPIJob, TrainJob, XGBoostJob, PaddleJob, JAXJob"
 VERSIONS = (
     "kubeflow.org/v1alpha1, kubeflow.org/v1alpha2, kubeflow.org/v1beta1, kubeflow.org/v1beta2, "
     "kubeflow.org/v1"
