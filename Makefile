@@ -44,7 +44,8 @@ ENGINE_SETTINGS ?= --host-config --no-registry
 HAVE_ENGINE = [ "$$(id -u)" = 0 ] && { command -v podman >/dev/null || docker version >/dev/null 2>&1; }
 
 .PHONY: setup setup-aws setup-images setup-pytorch setup-tf setup-test setup-infra setup-all \
-	setup-docs system-deps engine-deps registry-deps engine container-images test lint run run-pytorch run-tf \
+	setup-docs system-deps engine-deps engine-settings registry-deps engine container-images test \
+	lint run run-pytorch run-tf \
 	setup-xgboost setup-paddle setup-jax run-xgboost run-paddle run-jax \
 	preview docs dist \
 	crds images bench clean
@@ -94,11 +95,13 @@ registry-deps:
 		fi; \
 	fi
 
-# This project's engine settings and build settings (out/engine/, never /etc/containers),
-# then the local images builds start from, made once.
-engine: setup engine-deps
-	@if $(HAVE_ENGINE); then \
-		$(BIN)/trainjobs images configure $(ENGINE_SETTINGS) && $(BIN)/trainjobs images bootstrap; \
+# This project's engine settings and build settings (out/engine/, never /etc/containers).
+engine-settings: setup engine-deps
+	@if $(HAVE_ENGINE); then $(BIN)/trainjobs images configure $(ENGINE_SETTINGS); fi
+
+# Then the local images builds start from, made once.
+engine: engine-settings
+	@if $(HAVE_ENGINE); then $(BIN)/trainjobs images bootstrap; \
 	else echo "no container engine (or not root): container images are not built here"; fi
 
 # The CPU images the examples run, tagged as jobs name them; a current image is kept.
@@ -175,10 +178,25 @@ $(TEST_STAMP): requirements-test.txt $(AWS_STAMP) | $(STAMP)
 # Every test, on every core: pytest-xdist spreads the pure tests over the cores, while the tests
 # that start pods, network namespaces, containers or MPI ranks form one group (tests/conftest.py)
 # that a single worker runs one after another. One pytest run, one summary line.
-test: setup-all container-images registry-deps docs dist
-	$(BIN)/ruff check .
-	$(BIN)/python -m mypy  # the package and examples/sweep ([tool.mypy] files)
-	$(BIN)/pytest -q -n auto --dist loadgroup
+# The CPU images (`make container-images`) take minutes to build, so they build in the
+# background (their own process group, the output in IMAGE_LOG, the exit status in .rc) from
+# the moment the core and the engine settings exist, while the rest is set up and checked and
+# the tests run; a test that runs an image waits for it (tests/image_builds.py). Whatever ends
+# the recipe (a failure, Ctrl-C) stops the builds too.
+IMAGE_LOG := out/engine/build-logs/make-test.log
+test: setup engine-settings registry-deps
+	@rm -f $(IMAGE_LOG) $(IMAGE_LOG).rc; mkdir -p $(dir $(IMAGE_LOG)); builds=; \
+	trap '[ -z "$$builds" ] || kill -- -$$builds 2>/dev/null' EXIT; \
+	if $(HAVE_ENGINE); then \
+		echo "[images] building the CPU images in the background: $(IMAGE_LOG)"; \
+		setsid sh -c '$(BIN)/trainjobs images build >$(IMAGE_LOG) 2>&1; echo $$? >$(IMAGE_LOG).rc' & \
+		builds=$$!; export TRAINJOBS_TEST_IMAGE_LOG=$(IMAGE_LOG); \
+	fi; \
+	$(MAKE) --no-print-directory setup-all docs dist \
+	&& $(BIN)/ruff check . \
+	&& $(BIN)/python -m mypy `# the package and examples/sweep ([tool.mypy] files)` \
+	&& $(BIN)/pytest -q -n auto --dist loadgroup || exit; \
+	[ -z "$$builds" ] || { wait $$builds; tail -n 1 $(IMAGE_LOG); [ "$$(cat $(IMAGE_LOG).rc)" = 0 ]; }
 
 # The docs site; --strict fails on a broken link, a missing page or an unknown anchor.
 docs: setup-docs

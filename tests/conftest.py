@@ -16,7 +16,10 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from tests.image_builds import MARKER, wait_if_building
 from trainjobs.core.jobset import child_jobs
+from trainjobs.engines.registry import available_engines
+from trainjobs.images.builder import cpu_images
 from trainjobs.local.ledger import STATE_ENV
 
 REPO = Path(__file__).resolve().parent.parent
@@ -64,6 +67,36 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.nodeid.startswith(SERIAL):
             item.add_marker(pytest.mark.serial)
+    # The serial worker runs what needs no image first, then each test once the image it
+    # needs was built: `make test` builds them beside the suite in this order
+    # (tests/image_builds.py); a stable sort keeps the rest in collection order.
+    items.sort(key=_build_order)
+
+
+def _build_order(item: pytest.Item) -> int:
+    marker = item.get_closest_marker(MARKER)
+    if marker is None:
+        return 0
+    order = [image.reference for image in cpu_images()]
+    return 1 + max((order.index(name) for name in marker.args), default=len(order))
+
+
+@cache
+def _have_engine() -> bool:
+    return bool(available_engines())
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked ``needs_images(REF...)`` (none named: every CPU image) skips where no
+    engine exists, and otherwise waits for the images `make test` builds beside the suite;
+    a hook, not a fixture, so it comes before module-scoped fixtures that run a job."""
+    marker = item.get_closest_marker(MARKER)
+    if marker is None:
+        return
+    if not _have_engine():
+        pytest.skip("needs podman or docker (as root: make engine installs podman)")
+    wait_if_building(marker.args)
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)

@@ -257,9 +257,12 @@ def test_images_build_refuses_an_image_trainjobs_does_not_build(capsys: pytest.C
 # -- the images built for real -------------------------------------------------------------------
 
 ENGINES = available_engines()
-needs_engine = pytest.mark.skipif(
-    not ENGINES, reason="needs podman or docker (as root: make engine installs podman)"
-)
+EACH_CPU_IMAGE = [
+    pytest.param(image, id=image.reference, marks=pytest.mark.needs_images(image.reference))
+    for image in cpu_images()
+]
+# The Debian base and the kubectl stand-in are made before the first image is built.
+FIRST_IMAGE = pytest.mark.needs_images(cpu_images()[0].reference)
 
 
 def engine_text(*args: str) -> str:
@@ -269,8 +272,7 @@ def engine_text(*args: str) -> str:
     ).stdout
 
 
-@needs_engine
-@pytest.mark.parametrize("image", cpu_images(), ids=lambda image: image.reference)
+@pytest.mark.parametrize("image", EACH_CPU_IMAGE)
 def test_the_cpu_images_are_built_from_their_current_recipe(image):
     engine = ENGINES[0]
     assert engine.image_exists(image.reference), "run `make container-images`"
@@ -287,8 +289,7 @@ def _settings_values() -> list[str]:
     return [value for value in values if value not in public] + ["/run/build/pip-"]
 
 
-@needs_engine
-@pytest.mark.parametrize("image", cpu_images(), ids=lambda image: image.reference)
+@pytest.mark.parametrize("image", EACH_CPU_IMAGE)
 def test_no_build_setting_reaches_an_images_history_or_configuration(image):
     engine = ENGINES[0]
     recorded = "\n".join(engine.history(image.reference)) + engine.image_config(image.reference)
@@ -299,7 +300,7 @@ def test_no_build_setting_reaches_an_images_history_or_configuration(image):
     ] == recipe_hash(image)
 
 
-@needs_engine
+@pytest.mark.needs_images(PYTORCH_CPU.reference)
 def test_no_build_secret_or_pip_configuration_stays_in_an_image():
     leftovers = engine_text(
         "run",
@@ -316,14 +317,14 @@ def test_no_build_secret_or_pip_configuration_stays_in_an_image():
     assert leftovers == "[] no pip configuration\n"
 
 
-@needs_engine
+@FIRST_IMAGE
 def test_the_kubectl_stand_in_image_carries_the_in_container_client():
     kubectl_stand_in.ensure(ENGINES[0], saved_settings(), print)
     inside = engine_text("run", "--rm", kubectl_stand_in.REFERENCE, "cat", "/bin/kubectl")
     assert inside == kubectl_stand_in.CLIENT.read_text()
 
 
-@needs_engine
+@pytest.mark.needs_images("trainjobs/chainer:7.8.1")
 def test_a_current_image_is_not_built_again(capsys: pytest.CaptureFixture):
     image = IMAGES["trainjobs/chainer:7.8.1"]
 

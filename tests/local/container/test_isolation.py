@@ -21,7 +21,6 @@ import pytest
 
 from tests.local.container.test_runtime import (
     CONTAINER,
-    ENGINE,
     QUICK_STOP,
     left_by,
     single_pod,
@@ -32,10 +31,7 @@ from trainjobs.cli import main
 from trainjobs.local.files import read_log
 
 IMAGE = "trainjobs/chainer:7.8.1"
-needs_image = pytest.mark.skipif(
-    ENGINE is None or not ENGINE.image_exists(IMAGE),
-    reason=f"needs podman or docker with {IMAGE} (make container-images)",
-)
+needs_image = pytest.mark.needs_images(IMAGE)
 BASELINE_CAPS = "00000000a80405fb"
 """AUDIT_WRITE CHOWN DAC_OVERRIDE FOWNER FSETID KILL MKNOD NET_BIND_SERVICE SETFCAP SETGID
 SETPCAP SETUID SYS_CHROOT: baseline's list (bits 29 0 1 3 4 5 27 10 31 6 8 7 18)."""

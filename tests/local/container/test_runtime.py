@@ -29,9 +29,9 @@ from trainjobs.engines.owners import owner_token
 from trainjobs.engines.registry import available_engines
 
 ENGINES = available_engines()
-pytestmark = pytest.mark.skipif(
-    not ENGINES, reason="needs podman or docker (as root: make engine installs podman)"
-)
+# Most tests run a single pod of the first image built; those of other images say which.
+pytestmark = pytest.mark.needs_images("trainjobs/chainer:7.8.1")
+CHAINERMN = pytest.mark.needs_images("trainjobs/chainermn:7.8.1")
 ENGINE = ENGINES[0] if ENGINES else None
 CONTAINER = ("--runtime", "container")
 
@@ -98,6 +98,7 @@ def chainermn_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     return Run(job, tmp_path_factory.mktemp("chainermn") / "run", *CONTAINER)
 
 
+@CHAINERMN
 def test_chainermn_example_trains_in_containers_to_at_least_95_percent(chainermn_run: Run):
     assert chainermn_run.exit_code == 0
     assert (chainermn_run.summary["outcome"], chainermn_run.summary["network"]) == (
@@ -112,6 +113,7 @@ def test_chainermn_example_trains_in_containers_to_at_least_95_percent(chainermn
     ) in chainermn_run.lines
 
 
+@CHAINERMN
 def test_the_master_waits_for_its_workers_through_the_kubectl_stand_in(chainermn_run: Run):
     log = chainermn_run.pod_log("chainermn-mnist-master")
 
@@ -122,10 +124,12 @@ def test_the_master_waits_for_its_workers_through_the_kubectl_stand_in(chainermn
     assert log[2].startswith("cluster_waiter: all 2 workers ready after ")
 
 
+@CHAINERMN
 def test_a_chainermn_run_leaves_no_pod_container_or_network(chainermn_run: Run):
     assert left_by(chainermn_run) == []
 
 
+@CHAINERMN
 def test_the_kubectl_calls_are_counted_by_the_api_stand_in(chainermn_run: Run):
     calls = chainermn_run.summary["apiCalls"]
     # The waiter's exec per worker and mpiexec's per worker daemon answer (2 workers: 4);
@@ -134,6 +138,7 @@ def test_the_kubectl_calls_are_counted_by_the_api_stand_in(chainermn_run: Run):
     assert calls["create pods/exec"] - calls.get("get pods", 0) == 4
 
 
+@CHAINERMN
 def test_the_ssh_transport_runs_in_containers_with_the_images_own_sshd(tmp_path: Path):
     job = REPO / "jobs" / "chainermn-mnist.yaml"
     run = Run(job, tmp_path / "run", *CONTAINER, "--mpi-transport", "ssh")
@@ -145,6 +150,7 @@ def test_the_ssh_transport_runs_in_containers_with_the_images_own_sshd(tmp_path:
     assert left_by(run) == []
 
 
+@CHAINERMN
 def test_the_mpijob_example_trains_in_containers_over_ssh(tmp_path: Path):
     run = Run(REPO / "jobs" / "mpijob-chainermn.yaml", tmp_path / "run", *CONTAINER)
 
@@ -154,6 +160,7 @@ def test_the_mpijob_example_trains_in_containers_over_ssh(tmp_path: Path):
     assert left_by(run) == []
 
 
+@CHAINERMN
 def test_the_mpi_trainjob_example_trains_in_containers_over_ssh(tmp_path: Path):
     """Trainer's key files as it mounts them (id_rsa 0640) in real containers: the runtime's
     sshd and ssh use an owner-only copy, as root, and read no ~/.ssh config."""
@@ -169,6 +176,7 @@ def test_the_mpi_trainjob_example_trains_in_containers_over_ssh(tmp_path: Path):
     assert left_by(run) == []
 
 
+@pytest.mark.needs_images("trainjobs/pytorch:2.13.0-cpu", "trainjobs/tensorflow:2.20.0-cpu")
 @pytest.mark.parametrize("example", ["pytorch-mnist", "tf-mnist"])
 def test_pytorch_and_tensorflow_examples_train_in_containers(tmp_path: Path, example: str):
     run = Run(REPO / "jobs" / f"{example}.yaml", tmp_path / "run", *CONTAINER)
@@ -185,6 +193,7 @@ def test_pytorch_and_tensorflow_examples_train_in_containers(tmp_path: Path, exa
     assert left_by(run) == []
 
 
+@pytest.mark.needs_images("trainjobs/tensorflow:2.20.0-cpu")
 def test_a_tensorflow_server_as_pid_1_exits_0_on_sigterm():
     """Deleting a TFJob's pods ends its parameter servers at once: as PID 1 a process gets
     no default SIGTERM action, and one that ignored it would be killed (137) only after its
