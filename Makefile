@@ -44,10 +44,9 @@ ENGINE_SETTINGS ?= --host-config --no-registry
 HAVE_ENGINE = [ "$$(id -u)" = 0 ] && { command -v podman >/dev/null || docker version >/dev/null 2>&1; }
 
 .PHONY: setup setup-aws setup-images setup-pytorch setup-tf setup-test setup-infra setup-all \
-	setup-docs system-deps engine-deps engine-settings registry-deps engine container-images test \
-	lint run run-pytorch run-tf \
+	setup-docs setup-extras system-deps engine-deps engine-settings registry-deps engine \
+	container-images test checks lint run run-pytorch run-tf preview docs dist \
 	setup-xgboost setup-paddle setup-jax run-xgboost run-paddle run-jax \
-	preview docs dist \
 	crds images bench clean
 
 # The core: what `make run` (the ChainerMN example), validate, render and preview need.
@@ -64,8 +63,13 @@ setup-jax: $(JAX_STAMP)          # local JAXJob runs (CPU JAX)
 setup-test: $(TEST_STAMP)        # test, lint and release-check tools
 setup-docs: $(DOCS_STAMP)        # the docs site (MkDocs with Material)
 setup-infra: setup-aws setup-images  # the infra/ project (`pulumi -C infra up`)
-setup-all: setup setup-aws setup-images setup-pytorch setup-tf setup-xgboost setup-paddle \
-	setup-jax setup-test setup-docs
+# The TensorFlow virtualenv installs beside the core's extras (pip into one virtualenv at a
+# time); the extras one after another, whatever -j the caller gave.
+setup-all: setup
+	@$(MAKE) --no-print-directory -j2 setup-tf setup-extras
+setup-extras: setup
+	@$(MAKE) --no-print-directory -j1 setup-aws setup-images setup-pytorch setup-xgboost \
+		setup-paddle setup-jax setup-test setup-docs
 
 # Debian packages for local runs and the MPI plumbing tests (Open MPI, its headers for
 # building mpi4py, iproute2 and util-linux for pod network namespaces, OpenSSH for the ssh
@@ -178,25 +182,38 @@ $(TEST_STAMP): requirements-test.txt $(AWS_STAMP) | $(STAMP)
 # Every test, on every core: pytest-xdist spreads the pure tests over the cores, while the tests
 # that start pods, network namespaces, containers or MPI ranks form one group (tests/conftest.py)
 # that a single worker runs one after another. One pytest run, one summary line.
-# The CPU images (`make container-images`) take minutes to build, so they build in the
-# background (their own process group, the output in IMAGE_LOG, the exit status in .rc) from
-# the moment the core and the engine settings exist, while the rest is set up and checked and
-# the tests run; a test that runs an image waits for it (tests/image_builds.py). Whatever ends
-# the recipe (a failure, Ctrl-C) stops the builds too.
+# Nothing waits for what it does not need (a fresh machine took 19 min one step after another):
+# - the CPU images (`make container-images`, minutes) build in the background from the moment
+#   the core and the engine settings exist, in their own process group, the whole output in
+#   IMAGE_LOG (a line on the terminal as each image is ready), the exit status in
+#   IMAGE_LOG.rc; a test that runs an image waits for it (tests/image_builds.py);
+# - the docs site, the release artefacts and the static checks run beside the tests (no test
+#   reads what they write), their output in CHECKS_LOG, shown when they end.
+# Whatever ends the recipe (a failure, Ctrl-C) stops the builds too.
 IMAGE_LOG := out/engine/build-logs/make-test.log
+CHECKS_LOG := out/test-checks.log
 test: setup engine-settings registry-deps
 	@rm -f $(IMAGE_LOG) $(IMAGE_LOG).rc; mkdir -p $(dir $(IMAGE_LOG)); builds=; \
 	trap '[ -z "$$builds" ] || kill -- -$$builds 2>/dev/null' EXIT; \
 	if $(HAVE_ENGINE); then \
 		echo "[images] building the CPU images in the background: $(IMAGE_LOG)"; \
-		setsid sh -c '$(BIN)/trainjobs images build >$(IMAGE_LOG) 2>&1; echo $$? >$(IMAGE_LOG).rc' & \
-		builds=$$!; export TRAINJOBS_TEST_IMAGE_LOG=$(IMAGE_LOG); \
+		setsid sh -c '{ $(BIN)/trainjobs images build 2>&1; echo $$? >$(IMAGE_LOG).part; } \
+			| tee $(IMAGE_LOG) | grep --line-buffered -E "^\[images\] [^ ]+: (built in|up to date|imported)|^error"; \
+			mv $(IMAGE_LOG).part $(IMAGE_LOG).rc' & \
+		builds=$$!; export TRAINJOBS_TEST_IMAGE_LOG=$(CURDIR)/$(IMAGE_LOG); \
 	fi; \
-	$(MAKE) --no-print-directory setup-all docs dist \
-	&& $(BIN)/ruff check . \
-	&& $(BIN)/python -m mypy `# the package and examples/sweep ([tool.mypy] files)` \
-	&& $(BIN)/pytest -q -n auto --dist loadgroup || exit; \
-	[ -z "$$builds" ] || { wait $$builds; tail -n 1 $(IMAGE_LOG); [ "$$(cat $(IMAGE_LOG).rc)" = 0 ]; }
+	$(MAKE) --no-print-directory setup-all || exit; \
+	$(MAKE) --no-print-directory -j1 docs dist checks >$(CHECKS_LOG) 2>&1 & checks=$$!; \
+	$(BIN)/pytest -q -n auto --dist loadgroup; tested=$$?; \
+	wait $$checks; checked=$$?; cat $(CHECKS_LOG); \
+	[ $$tested = 0 ] && [ $$checked = 0 ] || exit 1; \
+	[ -z "$$builds" ] || { wait $$builds; [ "$$(cat $(IMAGE_LOG).rc)" = 0 ]; }
+
+# The static checks of `make test`: lint, and types of the package and examples/sweep ([tool.mypy]
+# files).
+checks: setup-test
+	$(BIN)/ruff check .
+	$(BIN)/python -m mypy
 
 # The docs site; --strict fails on a broken link, a missing page or an unknown anchor.
 docs: setup-docs
