@@ -118,7 +118,7 @@ def test_the_serial_group_runs_what_needs_no_image_first_then_in_build_order(tmp
     assert {test_id.split("::")[0] for test_id, needs in collected if needs == "-"} == {
         "tests/images/test_build.py"
     }
-    assert [needs for _, needs in collected if needs != "-"][0] == CHAINER
+    assert next(needs for _, needs in collected if needs != "-") == CHAINER
     assert collected[-1] == [
         "tests/images/test_build.py::test_no_build_setting_reaches_an_images_history_or_"
         "configuration[trainjobs/tensorflow:2.20.0-cpu]",
