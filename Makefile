@@ -44,7 +44,7 @@ ENGINE_SETTINGS ?= --host-config --no-registry
 HAVE_ENGINE = [ "$$(id -u)" = 0 ] && { command -v podman >/dev/null || docker version >/dev/null 2>&1; }
 
 .PHONY: setup setup-aws setup-images setup-pytorch setup-tf setup-test setup-infra setup-all \
-	setup-docs setup-extras system-deps engine-deps engine-settings registry-deps engine \
+	setup-docs system-deps engine-deps engine-settings registry-deps engine \
 	container-images test checks lint run run-pytorch run-tf preview docs dist \
 	setup-xgboost setup-paddle setup-jax run-xgboost run-paddle run-jax \
 	crds images bench clean
@@ -63,13 +63,13 @@ setup-jax: $(JAX_STAMP)          # local JAXJob runs (CPU JAX)
 setup-test: $(TEST_STAMP)        # test, lint and release-check tools
 setup-docs: $(DOCS_STAMP)        # the docs site (MkDocs with Material)
 setup-infra: setup-aws setup-images  # the infra/ project (`pulumi -C infra up`)
-# The TensorFlow virtualenv installs beside the core's extras (pip into one virtualenv at a
-# time); the extras one after another, whatever -j the caller gave.
+# The TensorFlow virtualenv installs beside the core's extras, which install one after another
+# (one pip at a time in a virtualenv).
 setup-all: setup
-	@$(MAKE) --no-print-directory -j2 setup-tf setup-extras
-setup-extras: setup
-	@$(MAKE) --no-print-directory -j1 setup-aws setup-images setup-pytorch setup-xgboost \
-		setup-paddle setup-jax setup-test setup-docs
+	@$(MAKE) --no-print-directory setup-tf & tf=$$!; \
+	$(MAKE) --no-print-directory setup-aws setup-images setup-pytorch setup-xgboost setup-paddle \
+		setup-jax setup-test setup-docs; \
+	extras=$$?; wait $$tf && [ $$extras = 0 ]
 
 # Debian packages for local runs and the MPI plumbing tests (Open MPI, its headers for
 # building mpi4py, iproute2 and util-linux for pod network namespaces, OpenSSH for the ssh
@@ -203,7 +203,7 @@ test: setup engine-settings registry-deps
 		builds=$$!; export TRAINJOBS_TEST_IMAGE_LOG=$(CURDIR)/$(IMAGE_LOG); \
 	fi; \
 	$(MAKE) --no-print-directory setup-all || exit; \
-	$(MAKE) --no-print-directory -j1 docs dist checks >$(CHECKS_LOG) 2>&1 & checks=$$!; \
+	$(MAKE) --no-print-directory docs dist checks >$(CHECKS_LOG) 2>&1 & checks=$$!; \
 	$(BIN)/pytest -q -n auto --dist loadgroup; tested=$$?; \
 	wait $$checks; checked=$$?; cat $(CHECKS_LOG); \
 	[ $$tested = 0 ] && [ $$checked = 0 ] || exit 1; \
