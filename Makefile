@@ -188,7 +188,8 @@ $(TEST_STAMP): requirements-test.txt $(AWS_STAMP) | $(STAMP)
 #   IMAGE_LOG (a line on the terminal as each image is ready), the exit status in
 #   IMAGE_LOG.rc; a test that runs an image waits for it (tests/image_builds.py);
 # - the docs site, the release artefacts and the static checks run beside the tests (no test
-#   reads what they write), their output in CHECKS_LOG, shown when they end.
+#   reads what they write), their output in CHECKS_LOG, shown when they end;
+# - the 20 slowest tests are listed, to see what the serial group spends its time on.
 # Whatever ends the recipe (a failure, Ctrl-C) stops the builds too.
 IMAGE_LOG := out/engine/build-logs/make-test.log
 CHECKS_LOG := out/test-checks.log
@@ -204,7 +205,7 @@ test: setup engine-settings registry-deps
 	fi; \
 	$(MAKE) --no-print-directory setup-all || exit; \
 	$(MAKE) --no-print-directory docs dist checks >$(CHECKS_LOG) 2>&1 & checks=$$!; \
-	$(BIN)/pytest -q -n auto --dist loadgroup; tested=$$?; \
+	$(BIN)/pytest -q -n auto --dist loadgroup --durations=20; tested=$$?; \
 	wait $$checks; checked=$$?; cat $(CHECKS_LOG); \
 	[ $$tested = 0 ] && [ $$checked = 0 ] || exit 1; \
 	[ -z "$$builds" ] || { wait $$builds; [ "$$(cat $(IMAGE_LOG).rc)" = 0 ]; }
