@@ -9,13 +9,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.local.container.test_runtime import CONTAINER, ENGINES, left_by
+from tests.local.container.test_runtime import CONTAINER, left_by
 from tests.local.runs import Run
 from tests.local.test_xgboost_paddle_jax_runs import EXAMPLES, TRAINING_ON, accuracy
 
-pytestmark = pytest.mark.skipif(
-    not ENGINES, reason="needs podman or docker (as root: make engine installs podman)"
-)
+pytestmark = pytest.mark.needs_images("trainjobs/xgboost-paddle-jax:2026.11-cpu")
 
 
 @pytest.mark.parametrize("example", sorted(EXAMPLES))
