@@ -91,6 +91,7 @@ def test_empty_dir_contents_of_a_sigkilled_run_go_with_trainjobs_clean(tmp_path:
         ("/root/../etc", "is /etc, which holds /etc/hosts, where"),
     ],
 )
+@needs_image  # a container run resolves its images before it refuses the mount path
 def test_an_ssh_auth_mount_path_over_the_pods_own_files_is_refused_before_any_pod_starts(
     tmp_path: Path, capsys: pytest.CaptureFixture, mount_path: str, problem: str
 ):
