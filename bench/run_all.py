@@ -60,6 +60,13 @@ BENCHMARKS = (
         "CLI start-up", "cli_startup.py", ("--trials", "25"), ("--trials", "3"), "## CLI start-up"
     ),
     Benchmark(
+        "in-image path refusal",
+        "in_image_refusal.py",
+        ("--trials", "15"),
+        ("--trials", "3"),
+        "## In-image path refusal",
+    ),
+    Benchmark(
         "MPI launch, 70 workers",
         "mpi_launch.py",
         ("--workers", "70"),

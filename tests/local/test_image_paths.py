@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import resource
-import time
 from pathlib import Path
 from typing import Any
 
@@ -72,17 +70,10 @@ def test_the_script_an_interpreter_runs_is_found(argv: list[str], index: int | N
     assert script_index(argv) == index
 
 
-def test_a_process_run_refuses_the_in_image_script_at_once(tmp_path: Path):
-    """Mapped to a declared image that lacks the script: refused before any pod, in one line.
-
-    Under 2 s of the command's own CPU time (wall time on a loaded machine is the machine's:
-    `trainjobs validate` of the same file takes as long); nothing is retried, so no restart
-    back-off (10 s at least) passes."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.monotonic()
+def test_a_process_run_refuses_the_in_image_script_before_any_pod(tmp_path: Path):
+    """Mapped to a declared image that lacks the script: refused before any pod, in one line,
+    nothing retried and nothing created (how soon: bench/in_image_refusal.py)."""
     run = Run(write(tmp_path / "job.yaml", kubeflow_simple(MNIST)), tmp_path / "run", *AS_PYTORCH)
-    elapsed = time.monotonic() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
 
     assert run.exit_code == 2
     assert run.stderr == (
@@ -93,8 +84,6 @@ def test_a_process_run_refuses_the_in_image_script_at_once(tmp_path: Path):
         "which runs the image itself\n"
     )
     assert run.lines == []
-    assert (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime) < 2
-    assert elapsed < 10
     assert not (tmp_path / "run").exists()
 
 
