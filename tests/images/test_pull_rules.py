@@ -89,11 +89,13 @@ def test_pull_secrets_beside_a_job_are_the_runs_and_not_the_jobs(tmp_path: Path)
     assert json.loads(auth_file_text(both)) == {"auths": AUTH}
 
 
-def test_another_secret_beside_a_job_is_still_refused(tmp_path: Path):
+def test_another_secret_beside_a_job_is_a_companion_not_a_pull_secret(tmp_path: Path):
+    # Objects beside the job are deployed with it (a bundle); only the docker-config types
+    # are credentials for pulls.
     path = write(tmp_path / "job.yaml", JOB, secret("opaque", type="Opaque"))
 
-    with pytest.raises(UserError, match="expected exactly one YAML mapping"):
-        load_file(path)
+    assert [item["kind"] for item in load_file(path)["items"]] == [JOB["kind"], "Secret"]
+    assert pull_secrets(path) == {}
 
 
 def test_a_pull_secret_that_is_not_base64_is_named(tmp_path: Path):
