@@ -85,3 +85,14 @@ def metadata(
     if annotations:
         meta["annotations"] = annotations
     return meta
+
+
+KUBEFLOW_COMMON_LABELS = OperatorLabels(
+    group=("group-name",),
+    job=("job-name",),
+    replica_type=("replica-type",),
+    index=("replica-index",),
+    role=("job-role",),
+)
+"""The unprefixed labels kubeflow/common wrote for the kinds training-operator 1.3-1.5 ran,
+besides ``training.kubeflow.org/*`` (1.6 and later write only the latter)."""

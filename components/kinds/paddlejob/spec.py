@@ -18,7 +18,7 @@ from pydantic import Field, SkipValidation
 from trainjobs.core.errors import Problem
 from trainjobs.core.graph import GraphOptions, Manifest
 from trainjobs.core.jobset import is_queued
-from trainjobs.core.labels import OperatorLabels
+from trainjobs.core.labels import KUBEFLOW_COMMON_LABELS
 from trainjobs.core.replica_spec import (
     ReplicaJobPlan,
     ReplicaSpec,
@@ -35,17 +35,7 @@ from trainjobs.kinds.replica.declaration import JobContext, ReplicaKind, Replica
 
 KIND = "PaddleJob"
 
-# training-operator 1.5 (kubeflow/common) wrote these besides training.kubeflow.org/*; 1.6+
-# only the latter.
-OPERATOR_LABELS = {
-    "v1": OperatorLabels(
-        group=("group-name",),
-        job=("job-name",),
-        replica_type=("replica-type",),
-        index=("replica-index",),
-        role=("job-role",),
-    )
-}
+OPERATOR_LABELS = {"v1": KUBEFLOW_COMMON_LABELS}
 
 
 class PaddleElasticPolicy(SpecModel):

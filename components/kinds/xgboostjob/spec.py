@@ -19,7 +19,7 @@ from pydantic import Field, SkipValidation
 
 from trainjobs.core.errors import Problem, SpecError
 from trainjobs.core.graph import GraphOptions, Manifest
-from trainjobs.core.labels import OperatorLabels
+from trainjobs.core.labels import KUBEFLOW_COMMON_LABELS
 from trainjobs.core.replica_spec import (
     ReplicaJobPlan,
     ReplicaSpec,
@@ -39,17 +39,7 @@ VERSIONS = ("v1",)
 OLD_GROUP = "xgboostjob.kubeflow.org"
 """kubeflow/xgboost-operator's API group (v0.1.0: v1alpha1, v0.2.0: v1)."""
 
-# training-operator 1.3-1.5 (kubeflow/common) wrote these besides training.kubeflow.org/*;
-# 1.6+ only the latter.
-OPERATOR_LABELS = {
-    "v1": OperatorLabels(
-        group=("group-name",),
-        job=("job-name",),
-        replica_type=("replica-type",),
-        index=("replica-index",),
-        role=("job-role",),
-    )
-}
+OPERATOR_LABELS = {"v1": KUBEFLOW_COMMON_LABELS}
 
 
 class XGBoostJobSpec(SpecModel):
