@@ -70,6 +70,11 @@ class Run:
             watchdog.cancel()
 
     @property
+    def output(self) -> str:
+        """Both streams, for an assertion's message: a failed job reports on stdout."""
+        return "\n".join([*self.lines, self.stderr])
+
+    @property
     def summary(self) -> dict[str, Any]:
         return json.loads((self.run_dir / "summary.json").read_text(encoding="utf-8"))
 

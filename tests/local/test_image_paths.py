@@ -145,7 +145,7 @@ images:
     )
     run = Run(write(tmp_path / "job.yaml", kubeflow_simple(MNIST)), tmp_path / "run")
 
-    assert run.exit_code == 0, run.stderr
+    assert run.exit_code == 0, run.output
     # The master's completion is the job's: the worker may be stopped before it prints.
     assert run.pod_log("pytorch-simple-master-0") == ["rank 0 of 2: 1 epoch(s)"]
 

@@ -83,7 +83,7 @@ def test_a_container_reaches_no_host_path_process_or_privilege(tmp_path: Path, h
         write_job(tmp_path / "job.yaml", probe_job(host_secret)), tmp_path / "run", *CONTAINER
     )
 
-    assert run.exit_code == 0, run.stderr
+    assert run.exit_code == 0, run.output
     log = run.pod_log("probe-master-0")
     assert log[:5] + log[6:] == [
         "literal mount path: a directory",
@@ -109,7 +109,7 @@ def test_a_container_gets_exactly_the_capabilities_its_spec_grants(tmp_path: Pat
     job = probe_job(host_secret, securityContext=security)
     run = Run(write_job(tmp_path / "job.yaml", job), tmp_path / "run", *CONTAINER)
 
-    assert run.exit_code == 0, run.stderr
+    assert run.exit_code == 0, run.output
     assert run.pod_log("probe-master-0")[6:10] == [
         "CapPrm:0000000000000401",
         "CapEff:0000000000000401",
