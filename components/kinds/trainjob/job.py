@@ -114,7 +114,7 @@ def parse(
         )
     labels = common_labels(name, spec.KIND, "trainer", jobset.without_kueue_labels(read.labels))
     js_labels = {**labels, **jobset.kueue_labels(read.labels)}
-    rendered = render(name, namespace, train, runtime, js_labels, problems)
+    rendered = render(name, namespace, train, runtime, js_labels, problems, release)
     warnings += _initializer_warnings(train)
     warnings += _trainer_warnings(train, rendered)
     if train.managed_by == spec.MANAGERS[1]:

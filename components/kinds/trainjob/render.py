@@ -38,7 +38,7 @@ from trainjobs.core.gang import SCHEDULER_PLUGINS_GROUP_LABEL, VOLCANO_GROUP_ANN
 from trainjobs.core.graph import Manifest
 from trainjobs.core.pod_requests import pod_requests
 from trainjobs.core.pod_template import default_field
-from trainjobs.kinds.trainjob import patches, policies
+from trainjobs.kinds.trainjob import patches, policies, runtimes
 from trainjobs.kinds.trainjob.policies import NODE, TRAINER, PodSet
 from trainjobs.kinds.trainjob.runtimes import Runtime
 from trainjobs.kinds.trainjob.spec import TrainJobSpec, as_patches
@@ -68,6 +68,7 @@ def render(
     runtime: Runtime,
     labels: dict[str, str],
     problems: list[Problem],
+    release: str,
 ) -> Rendered:
     """The JobSet for TrainJob ``name``; problems for what Trainer's webhook refuses."""
     template = copy.deepcopy(runtime.template)
@@ -85,7 +86,7 @@ def render(
         ("podSpecOverrides", spec.pod_spec_overrides),
     ):
         patches.apply_overrides(as_patches(overrides), field, template, problems)
-    problems += _initializer_problems(spec, js_spec["replicatedJobs"])
+    problems += _initializer_problems(spec, js_spec["replicatedJobs"], release)
     problems += policies.reserved_env_problems(runtime.ml_policy, spec.trainer)
     problems += policies.tune_run_problems(runtime.ml_policy, spec.trainer)
 
@@ -255,8 +256,9 @@ def _initializer_env(pod_set: PodSet, spec: TrainJobSpec) -> None:
         )
 
 
-def _initializer_problems(spec: TrainJobSpec, jobs: list[Manifest]) -> list[Problem]:
-    """The JobSet plugin's Validate: an initializer needs its Job, container and volume."""
+def _initializer_problems(spec: TrainJobSpec, jobs: list[Manifest], release: str) -> list[Problem]:
+    """The JobSet plugin's Validate: an initializer needs its Job and container, and from
+    v2.3.0 (kubeflow/trainer#3714) its ``initializer`` volume mounted."""
     found: list[Problem] = []
     if spec.initializer is None:
         return found
@@ -270,7 +272,7 @@ def _initializer_problems(spec: TrainJobSpec, jobs: list[Manifest]) -> list[Prob
             reason = f"must have {job_name} job when trainJob is configured with input {config}"
         elif job_name not in patches.container_names(job):
             reason = f"must have container with name - {job_name} in the {job_name} job"
-        elif not any(
+        elif runtimes.since(release, "v2.3.0") and not any(
             mount.get("name") == "initializer"
             for container in PodSet(job, 1).pod.get("containers") or []
             if container.get("name") == job_name
@@ -278,7 +280,9 @@ def _initializer_problems(spec: TrainJobSpec, jobs: list[Manifest]) -> list[Prob
         ):
             reason = (
                 f"must have volumeMount with name - initializer in container {job_name} of the "
-                f"{job_name} job"
+                f"{job_name} job (Kubeflow Trainer v2.3.0's rule; name the initializer's volume "
+                "`initializer`, or select the release the runtime was written for: "
+                "--trainer-version or trainjobs:trainerVersion)"
             )
         else:
             continue

@@ -201,30 +201,42 @@ def shipped(release: str = LATEST) -> tuple[Runtime, ...]:
 
 TORCH_FIELDS_BEFORE_V2_2 = ("numProcPerNode", "elasticPolicy")
 """``TorchMLPolicySource``'s fields in v2.0 and v2.1; v2.2.0's ``trainingruntime_types.go``
-leaves the struct empty (until v2.3's ``envInjection``)."""
+leaves the struct empty, and v2.3.0 adds ``envInjection``."""
+
+
+def since(release: str, first: str) -> bool:
+    """Whether ``release`` is ``first`` or later."""
+    return RELEASES.index(release) >= RELEASES.index(first)
 
 
 def prune_for_release(runtime: Runtime, release: str) -> list[Problem]:
     """Remove, as the API server of ``release``'s CRD prunes them, the torch policy's fields
     that release does not have; a warning for each."""
     torch = runtime.ml_policy.get("torch")
-    if not isinstance(torch, dict) or RELEASES.index(release) < RELEASES.index("v2.2.0"):
+    if not isinstance(torch, dict):
         return []
     found = []
-    for field in TORCH_FIELDS_BEFORE_V2_2:
-        if field in torch:
-            del torch[field]
+    where = f"{runtime.key}.spec.mlPolicy.torch"
+    absent = f"not a field of Kubeflow Trainer {release}'s runtime"
+    for field in TORCH_FIELDS_BEFORE_V2_2 if since(release, "v2.2.0") else ():
+        if torch.pop(field, None) is not None:
+            fix = "; set the TrainJob's spec.trainer.numProcPerNode instead"
             found.append(
                 Problem(
-                    f"{runtime.key}.spec.mlPolicy.torch.{field}",
-                    f"not a field of Kubeflow Trainer {release}'s runtime (v2.2 removed it), so "
-                    "the API server prunes it; set the TrainJob's spec.trainer.numProcPerNode "
-                    "instead"
-                    if field == "numProcPerNode"
-                    else f"not a field of Kubeflow Trainer {release}'s runtime (v2.2 removed "
-                    "it), so the API server prunes it",
+                    f"{where}.{field}",
+                    f"{absent} (v2.2 removed it), so the API server prunes it"
+                    + (fix if field == "numProcPerNode" else ""),
                 )
             )
+    if not since(release, "v2.3.0") and torch.pop("envInjection", None) is not None:
+        found.append(
+            Problem(
+                f"{where}.envInjection",
+                f"{absent} (v2.3 added it), so the API server prunes it and no container but "
+                "the node's gets the PET_* env; select v2.3.0 with --trainer-version or "
+                "trainjobs:trainerVersion",
+            )
+        )
     return found
 
 

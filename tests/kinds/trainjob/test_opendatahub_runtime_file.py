@@ -1,6 +1,8 @@
 """OpenDataHub keeps a TrainJob and its TrainingRuntime in two files (tests/corpus/opendatahub,
 SOURCES.md #159-#160): `--runtimes` brings the runtime to the job, which is then judged by what
-the runtime holds, as Trainer's JobSet plugin judges it."""
+the runtime holds, as the selected Trainer release's JobSet plugin judges it. The fork wrote
+them (September 2025) before Trainer v2.3.0 required initializers to mount the `initializer`
+volume (kubeflow/trainer#3714, `pkg/runtime/framework/plugins/jobset/jobset.go`, `Validate`)."""
 
 from __future__ import annotations
 
@@ -31,17 +33,31 @@ def test_without_its_runtime_file_the_runtime_is_not_found(capsys):
     )
 
 
-def test_with_runtimes_the_runtime_is_read_and_its_initializers_judged(capsys):
+def test_with_runtimes_and_the_release_it_was_written_for_the_job_is_accepted(capsys):
+    runtime = str(ODH / "training-runtime.yaml")
+
+    for release in ("v2.0.0", "v2.1.0", "v2.2.1"):
+        code, lines = errors(["--runtimes", runtime, "--trainer-version", release], capsys)
+
+        assert (code, lines) == (0, [])
+
+
+def test_trainer_v2_3_refuses_its_initializers_naming_the_rules_release(capsys):
     code, lines = errors(["--runtimes", str(ODH / "training-runtime.yaml")], capsys)
 
-    # Found: what remains is Trainer's rule that an initializer mounts its `initializer`
-    # volume (the JobSet plugin's Validate), which this fork's runtime does not follow.
+    # Found: what remains is v2.3.0's rule that an initializer mounts its `initializer`
+    # volume, which this runtime, written before it, does not follow.
+    why = (
+        " (Kubeflow Trainer v2.3.0's rule; name the initializer's volume `initializer`, or "
+        "select the release the runtime was written for: --trainer-version or "
+        "trainjobs:trainerVersion)"
+    )
     assert code == 2
     assert lines == [
         "spec.runtimeRef: must have volumeMount with name - initializer in container "
-        "dataset-initializer of the dataset-initializer job",
+        f"dataset-initializer of the dataset-initializer job{why}",
         "spec.runtimeRef: must have volumeMount with name - initializer in container "
-        "model-initializer of the model-initializer job",
+        f"model-initializer of the model-initializer job{why}",
     ]
 
 

@@ -14,6 +14,8 @@ from tests.kinds.trainjob.test_trainjob import (
     the_jobset,
     trainjob,
 )
+from trainjobs.core.graph import GraphOptions
+from trainjobs.kinds.registry import parse_job
 
 PET = [
     {"name": "PET_NNODES", "value": "2"},
@@ -96,3 +98,22 @@ def test_the_targets_get_the_env_when_the_trainjob_says_nothing_of_its_trainer()
 
     assert pod["containers"][1]["env"] == PET
     assert "env" not in pod["containers"][0]
+
+
+def test_before_v2_3_env_injection_is_pruned_with_a_warning_and_injects_nothing():
+    targets = [{"jobName": "node", "containerNames": ["monitor"]}]
+
+    job = parse_job(
+        beside(trainjob(), injecting(targets)),
+        "tj.yaml",
+        options=GraphOptions(trainer_version="v2.2.1"),
+    )
+
+    jobset = next(m for m in job.graph.manifests() if m["kind"] == "JobSet")
+    assert "env" not in pod_spec(jobset)["containers"][1]
+    assert [str(w) for w in job.warnings] == [
+        "ClusterTrainingRuntime/torch-distributed.spec.mlPolicy.torch.envInjection: not a "
+        "field of Kubeflow Trainer v2.2.1's runtime (v2.3 added it), so the API server prunes "
+        "it and no container but the node's gets the PET_* env; select v2.3.0 with "
+        "--trainer-version or trainjobs:trainerVersion"
+    ]

@@ -66,10 +66,13 @@ REFUSED = {
         "trainjobs does not render (Trainer's flux plugin); use a runtime with jax, mpi, torch, "
         "xgboost or none"
     ),
-    # Trainer's JobSet plugin: an initializer's container must mount the "initializer" volume.
+    # Trainer v2.3.0's JobSet plugin: an initializer's container must mount the "initializer"
+    # volume.
     "trainjob-v1alpha1-kubeflow-trainer-yaml-05-multi-step.yaml": (
         "spec.runtimeRef: must have volumeMount with name - initializer in container "
-        "dataset-initializer of the dataset-initializer job"
+        "dataset-initializer of the dataset-initializer job (Kubeflow Trainer v2.3.0's rule; "
+        "name the initializer's volume `initializer`, or select the release the runtime was "
+        "written for: --trainer-version or trainjobs:trainerVersion)"
     ),
     "trainjob-v1alpha1-kueue-docs-fragment-no-kind.yaml": (
         f"kind: must be one of {', '.join(KINDS)} (not set): add the job's kind, e.g. kind: ChainerJob"
