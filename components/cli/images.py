@@ -74,6 +74,12 @@ def _configure(args: argparse.Namespace) -> int:
     return 0
 
 
+def _build_count(value: str) -> int:
+    if not value.isascii() or not value.isdigit() or not 1 <= int(value) <= 16:
+        raise argparse.ArgumentTypeError(f"{value!r} is no number of builds from 1 to 16")
+    return int(value)
+
+
 def _build(args: argparse.Namespace) -> int:
     from trainjobs.engines.registry import find_engine
     from trainjobs.images.builder import buildable, cpu_images
@@ -84,7 +90,7 @@ def _build(args: argparse.Namespace) -> int:
     registry = check_registry(args.push) if args.push is not None else None
     engine = find_engine(args.engine)
     settings = _settings(args, saved=True)
-    built = build_images(engine, images, settings, _say, rebuild=args.rebuild)
+    built = build_images(engine, images, settings, _say, rebuild=args.rebuild, jobs=args.jobs)
     _say(f"done: {len(built)} built, {len(images) - len(built)} up to date")
     if registry is not None:
         pins = push_images(engine, images, registry, _say)
@@ -203,6 +209,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="e.g. trainjobs/chainermn:7.8.1 (default: the CPU images the examples run)",
     )
     build.add_argument("--rebuild", action="store_true", help="build even a current image")
+    build.add_argument(
+        "--jobs",
+        type=_build_count,
+        default=1,
+        metavar="N",
+        help="build up to N images at once, after the first (default: 1); builds that wait "
+        "on downloads overlap",
+    )
     build.add_argument(
         "--push",
         metavar="REGISTRY",

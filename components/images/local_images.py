@@ -8,6 +8,8 @@ images, each unless a current one exists (:func:`trainjobs.images.builder.ensure
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 from trainjobs.engines.engine import Engine
 from trainjobs.images import bootstrap, kubectl_stand_in
 from trainjobs.images.build_settings import BuildSettings
@@ -27,11 +29,32 @@ def prepare(engine: Engine, settings: BuildSettings, say: Say) -> None:
 
 
 def build_images(
-    engine: Engine, images: list[Image], settings: BuildSettings, say: Say, rebuild: bool = False
+    engine: Engine,
+    images: list[Image],
+    settings: BuildSettings,
+    say: Say,
+    rebuild: bool = False,
+    jobs: int = 1,
 ) -> list[str]:
-    """Build each image unless current; the references built."""
+    """Build each image unless current, up to ``jobs`` at once; the references built.
+
+    The first image is built alone: the images share their first layers (Python, the
+    virtualenv), which builds starting together would each make instead of reusing."""
     prepare(engine, settings, say)
-    return [image.reference for image in images if ensure(engine, image, settings, say, rebuild)]
+
+    def made(image: Image) -> bool:
+        return ensure(engine, image, settings, say, rebuild)
+
+    first, rest = images[:1], images[1:]
+    done = [made(image) for image in first]
+    if jobs > 1 and len(rest) > 1:
+        # Every build runs to its end; the first failure is raised after them all.
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(made, image) for image in rest]
+        done += [future.result() for future in futures]
+    else:
+        done += [made(image) for image in rest]
+    return [image.reference for image, built in zip(images, done, strict=True) if built]
 
 
 def _debian_releases() -> list[DebianBase]:
