@@ -184,9 +184,10 @@ $(TEST_STAMP): requirements-test.txt $(AWS_STAMP) | $(STAMP)
 # that a single worker runs one after another. One pytest run, one summary line.
 # Nothing waits for what it does not need (a fresh machine took 19 min one step after another):
 # - the CPU images (`make container-images`, minutes) build in the background from the moment
-#   the core and the engine settings exist, in their own process group, the whole output in
-#   IMAGE_LOG (a line on the terminal as each image is ready), the exit status in
-#   IMAGE_LOG.rc; a test that runs an image waits for it (tests/image_builds.py);
+#   the core and the engine settings exist, in their own process group, two at a time (most
+#   of a build waits on downloads), the whole output in IMAGE_LOG (a line on the terminal as
+#   each image is ready), the exit status in IMAGE_LOG.rc; a test that runs an image waits
+#   for it (tests/image_builds.py);
 # - the docs site, the release artefacts and the static checks run beside the tests (no test
 #   reads what they write), their output in CHECKS_LOG, shown when they end;
 # - the 20 slowest tests are listed, to see what the serial group spends its time on.
@@ -198,7 +199,7 @@ test: setup engine-settings registry-deps
 	trap '[ -z "$$builds" ] || kill -- -$$builds 2>/dev/null' EXIT; \
 	if $(HAVE_ENGINE); then \
 		echo "[images] building the CPU images in the background: $(IMAGE_LOG)"; \
-		setsid sh -c '{ $(BIN)/trainjobs images build 2>&1; echo $$? >$(IMAGE_LOG).part; } \
+		setsid sh -c '{ $(BIN)/trainjobs images build --jobs 2 2>&1; echo $$? >$(IMAGE_LOG).part; } \
 			| tee $(IMAGE_LOG) | grep --line-buffered -E "^\[images\] [^ ]+: (built in|up to date|imported)|^error"; \
 			mv $(IMAGE_LOG).part $(IMAGE_LOG).rc' & \
 		builds=$$!; export TRAINJOBS_TEST_IMAGE_LOG=$(CURDIR)/$(IMAGE_LOG); \

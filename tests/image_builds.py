@@ -6,9 +6,9 @@ log in :data:`LOG_ENV` and writes the build's exit status to the log's path + ``
 ends. A test marked ``needs_images`` waits here for the images it names (none named: every
 image of the build) before it starts, never at collection (that would block collection or
 skip). The build says ``[images] REF: built in ...`` or ``[images] REF: up to date ...`` as
-each image is ready (:mod:`trainjobs.images.builder`), one after another in
-:func:`~trainjobs.images.builder.cpu_images` order, so a test needing the first image starts
-long before the last one is built. Without :data:`LOG_ENV` (pytest run by hand) nothing is
+each image is ready (:mod:`trainjobs.images.builder`), in about
+:func:`~trainjobs.images.builder.cpu_images` order (the first alone, then two at a time), so a
+test needing the first image starts long before the last one is built. Without :data:`LOG_ENV` (pytest run by hand) nothing is
 waited for: a container run builds the declared images it misses itself.
 """
 

@@ -50,9 +50,11 @@ class RecordingEngine:
             self.all_started.notify_all()
             started = len([event for event in self.events if event[0] == "start"])
             self.all_started.wait_for(
-                lambda: request.tag == IMAGES[0].reference
-                or self.most_at_once >= self.overlap
-                or started == len(IMAGES),
+                lambda: (
+                    request.tag == IMAGES[0].reference
+                    or self.most_at_once >= self.overlap
+                    or started == len(IMAGES)
+                ),
                 timeout=10,
             )
             self.running.remove(request.tag)
@@ -84,9 +86,7 @@ def test_one_job_builds_one_image_after_another(tmp_path, monkeypatch):
     ]
 
 
-def test_a_failed_build_among_parallel_ones_is_raised_after_the_others_ended(
-    tmp_path, monkeypatch
-):
+def test_a_failed_build_among_parallel_ones_is_raised_after_the_others_ended(tmp_path, monkeypatch):
     monkeypatch.setattr("trainjobs.images.builder.LOG_DIR", tmp_path)
     failing = IMAGES[1].reference
     engine = RecordingEngine(overlap=2, failing=failing)
