@@ -115,10 +115,8 @@ def _service_selector(plan: ReplicaJobPlan, group: ReplicaGroup, index: int) -> 
 
 
 def _is_master_role(plan: ReplicaJobPlan, group: ReplicaGroup, index: int) -> bool:
-    """Kubeflow's ``job-role: master``: every chief/master pod, else worker 0."""
-    if any(g.type in ("chief", "master") for g in plan.groups):
-        return group.type in ("chief", "master")
-    return group.type == "worker" and index == 0
+    """Kubeflow's ``job-role: master``, as the kind's controller decides it."""
+    return plan.master_role({g.type for g in plan.groups}, group.type, index)
 
 
 def _uses_assets(group: ReplicaGroup) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -211,6 +212,24 @@ EnvTarget = Literal["default", "first-default", "all"]
 first such container only, or every container of the pod."""
 
 
+MasterRole = Callable[[Collection[str], str, int], bool]
+"""A controller's ``IsMasterRole``: whether the pod of (replica type, index) gets
+``training.kubeflow.org/job-role: master``, given the job's replica types."""
+
+
+def leader_else_worker_0(types: Collection[str], replica_type: str, index: int) -> bool:
+    """TFJob's and PyTorchJob's: the chief or master, else worker 0 (JAXJob's ``index == 0``
+    is the same, its only type being Worker)."""
+    if "chief" in types or "master" in types:
+        return replica_type in ("chief", "master")
+    return replica_type == "worker" and index == 0
+
+
+def master_only(types: Collection[str], replica_type: str, index: int) -> bool:
+    """XGBoostJob's and PaddleJob's: the Master only; a job without one has no such pod."""
+    return replica_type == "master"
+
+
 @dataclass(frozen=True)
 class ReplicaJobPlan:
     """A validated TFJob or PyTorchJob, everything about its version already decided."""
@@ -232,6 +251,7 @@ class ReplicaJobPlan:
     """The PodGroup every pod joins, when the job is gang-scheduled."""
     operator_labels: OperatorLabels = field(default_factory=OperatorLabels)
     """The pod labels the spec version's operators wrote besides ``training.kubeflow.org/*``."""
+    master_role: MasterRole = leader_else_worker_0
     warnings: list[Problem] = field(default_factory=list)
 
     @property

@@ -252,10 +252,9 @@ def test_every_pod_carries_training_operators_labels(path: Path, replica_type: s
         "training.kubeflow.org/replica-type": replica_type,
         "training.kubeflow.org/replica-index": str(index),
     }
-    # IsMasterRole: XGBoostJob's and PaddleJob's Master; JAXJob's Worker 0. A PaddleJob
-    # without a Master has none upstream; the replica graph gives Worker 0 the role, as it
-    # does for every kind whose first Worker leads.
-    leads = "master" if "master" in replicas_of(doc) else "worker"
-    if (replica_type, index) == (leads, 0) or replica_type == "master":
+    # Each controller's IsMasterRole (training-operator v1.9, pkg/controller.v1/<kind>):
+    # XGBoostJob's and PaddleJob's Master only (a PaddleJob of Workers alone has none);
+    # JAXJob's pod of index 0.
+    if doc["kind"] == "JAXJob" and index == 0 or replica_type == "master":
         expected["training.kubeflow.org/job-role"] = "master"
     assert ours == expected

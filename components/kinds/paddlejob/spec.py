@@ -26,6 +26,7 @@ from trainjobs.core.replica_spec import (
     Success,
     check_total_pods,
     deciding_restart,
+    master_only,
 )
 from trainjobs.core.set_paths import SetPaths, replica_map
 from trainjobs.core.spec_model import SpecModel
@@ -162,6 +163,7 @@ PADDLEJOB = ReplicaKind(
     versions=("v1",),
     spec_models=SPEC_MODELS,
     operator_labels=OPERATOR_LABELS,
+    master_role=master_only,
     replica_map="paddle_replica_specs",
     replica_types=("Master", "Worker"),
     default_container="paddle",

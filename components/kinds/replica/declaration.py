@@ -17,7 +17,14 @@ from pydantic.alias_generators import to_camel
 from trainjobs.core.errors import Problem
 from trainjobs.core.graph import GraphOptions, Manifest
 from trainjobs.core.labels import OperatorLabels
-from trainjobs.core.replica_spec import EnvTarget, ReplicaGroup, RunSettings, Success
+from trainjobs.core.replica_spec import (
+    EnvTarget,
+    MasterRole,
+    ReplicaGroup,
+    RunSettings,
+    Success,
+    leader_else_worker_0,
+)
 from trainjobs.core.spec_model import SpecModel
 
 
@@ -113,6 +120,8 @@ class ReplicaKind:
     """Replica types whose count must be 1, e.g. PyTorchJob's Master."""
     read_list: ListReader | None = None
     """The ``v1alpha1`` list shape's reader, when the kind had that version."""
+    master_role: MasterRole = leader_else_worker_0
+    """Which pod gets ``job-role: master`` (the controller's ``IsMasterRole``)."""
 
     @property
     def replica_map_path(self) -> str:

@@ -93,6 +93,7 @@ def parse(
         assets=plan.assets,
         gang=gang,
         operator_labels=kind.operator_labels[version],
+        master_role=kind.master_role,
         warnings=warnings,
     )
 

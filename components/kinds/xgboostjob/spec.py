@@ -27,6 +27,7 @@ from trainjobs.core.replica_spec import (
     Success,
     check_total_pods,
     deciding_restart,
+    master_only,
 )
 from trainjobs.core.set_paths import SetPaths, replica_map
 from trainjobs.core.spec_model import SpecModel
@@ -134,6 +135,7 @@ XGBOOSTJOB = ReplicaKind(
     versions=VERSIONS,
     spec_models=SPEC_MODELS,
     operator_labels=OPERATOR_LABELS,
+    master_role=master_only,
     replica_map="xgb_replica_specs",
     replica_types=("Master", "Worker"),
     default_container="xgboost",
