@@ -349,7 +349,19 @@ def test_ctrl_c_in_the_first_seconds_exits_130_in_one_line_leaving_nothing(tmp_p
         assert pipe.read() == b"ready"
     time.sleep(delay)
     started.send_signal(signal.SIGINT)
-    _, err = started.communicate(timeout=60)
+    try:
+        _, err = started.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        # Fail with what the run was doing, and leave nothing for the next test to find.
+        tree = subprocess.run(
+            ["ps", "-e", "-o", "pid,ppid,stat,wchan:20,args", "--forest"],
+            capture_output=True,
+            text=True,
+        ).stdout
+        started.kill()
+        out, _ = started.communicate()
+        subprocess.run([*TRAINJOBS, "clean"], cwd=REPO, capture_output=True, check=False)
+        pytest.fail(f"no exit 60 s after SIGINT; the processes:\n{tree}\nits output:\n{out}")
 
     assert (started.returncode, "Traceback" not in err) == (130, True), err
     assert len(err.splitlines()) <= 1
