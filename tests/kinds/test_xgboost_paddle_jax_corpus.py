@@ -255,6 +255,6 @@ def test_every_pod_carries_training_operators_labels(path: Path, replica_type: s
     # Each controller's IsMasterRole (training-operator v1.9, pkg/controller.v1/<kind>):
     # XGBoostJob's and PaddleJob's Master only (a PaddleJob of Workers alone has none);
     # JAXJob's pod of index 0.
-    if doc["kind"] == "JAXJob" and index == 0 or replica_type == "master":
+    if (doc["kind"] == "JAXJob" and index == 0) or replica_type == "master":
         expected["training.kubeflow.org/job-role"] = "master"
     assert ours == expected
