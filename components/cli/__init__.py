@@ -112,9 +112,26 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(list(sys.argv[1:] if argv is None else argv))
+    except Exception as error:
+        # Python may hand a Ctrl-C on wrapped in another exception (one that lands in a class
+        # body's __set_name__ while a module is imported): still the user's Ctrl-C.
+        if not _caused_by_interrupt(error):
+            raise
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        pass
+    print("interrupted", file=sys.stderr)
+    return 130
+
+
+def _caused_by_interrupt(error: BaseException) -> bool:
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _run(arguments: list[str]) -> int:
