@@ -2,49 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from trainjobs.kinds.replica.kind import replica_kind
 
-from trainjobs.core.graph import GraphOptions
-from trainjobs.core.set_paths import SetPaths
-from trainjobs.kinds.kind import JobDefinition, Kind
-
-if TYPE_CHECKING:
-    from pydantic import BaseModel
-
-
-def parse(
-    document: dict[str, Any], source: str, namespace: str, options: GraphOptions
-) -> JobDefinition:
-    from trainjobs.kinds.pytorch import spec
-    from trainjobs.kinds.replica.definition import replica_definition
-
-    return replica_definition(spec.parse(document, source, namespace, options))
-
-
-def set_paths(document: dict[str, Any]) -> SetPaths:
-    from trainjobs.kinds.pytorch import spec
-
-    return spec.set_paths(document)
-
-
-def spec_models() -> Mapping[str, type[BaseModel]]:
-    from trainjobs.kinds.pytorch import spec
-
-    return spec.SPEC_MODELS
-
-
-KIND = Kind(
-    name="PyTorchJob",
-    api_version="kubeflow.org/v1",
-    plural="pytorchjobs",
-    parse=parse,
-    set_paths=set_paths,
-    spec_models=spec_models,
-    exports={
-        "PyTorchJob": "trainjobs.kinds.pytorch.component",
-        "PyTorchJobSpec": "trainjobs.kinds.pytorch.component",
-        "ElasticPolicy": "trainjobs.kinds.pytorch.spec",
-    },
-    spec_class="PyTorchJobSpec",
+KIND = replica_kind(
+    "PyTorchJob",
+    "pytorchjobs",
+    "trainjobs.kinds.pytorch",
+    ElasticPolicy="trainjobs.kinds.pytorch.spec",
 )

@@ -2,48 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from trainjobs.kinds.replica.kind import replica_kind
 
-from trainjobs.core.graph import GraphOptions
-from trainjobs.core.set_paths import SetPaths
-from trainjobs.kinds.kind import JobDefinition, Kind
-
-if TYPE_CHECKING:
-    from pydantic import BaseModel
-
-
-def parse(
-    document: dict[str, Any], source: str, namespace: str, options: GraphOptions
-) -> JobDefinition:
-    from trainjobs.kinds.replica.definition import replica_definition
-    from trainjobs.kinds.tensorflow import spec
-
-    return replica_definition(spec.parse(document, source, namespace, options))
-
-
-def set_paths(document: dict[str, Any]) -> SetPaths:
-    from trainjobs.kinds.tensorflow import spec
-
-    return spec.set_paths(document)
-
-
-def spec_models() -> Mapping[str, type[BaseModel]]:
-    from trainjobs.kinds.tensorflow import spec
-
-    return spec.SPEC_MODELS
-
-
-KIND = Kind(
-    name="TFJob",
-    api_version="kubeflow.org/v1",
-    plural="tfjobs",
-    parse=parse,
-    set_paths=set_paths,
-    spec_models=spec_models,
-    exports={
-        "TFJob": "trainjobs.kinds.tensorflow.component",
-        "TFJobSpec": "trainjobs.kinds.tensorflow.component",
-    },
-    spec_class="TFJobSpec",
-)
+KIND = replica_kind("TFJob", "tfjobs", "trainjobs.kinds.tensorflow")
