@@ -45,7 +45,7 @@ HAVE_ENGINE = [ "$$(id -u)" = 0 ] && { command -v podman >/dev/null || docker ve
 
 .PHONY: setup setup-aws setup-images setup-pytorch setup-tf setup-test setup-infra setup-all \
 	setup-docs system-deps engine-deps engine-settings registry-deps engine \
-	container-images test checks lint run run-pytorch run-tf preview docs dist \
+	container-images test test-frameworks checks lint run run-pytorch run-tf preview docs dist \
 	setup-xgboost setup-paddle setup-jax run-xgboost run-paddle run-jax \
 	crds images bench clean
 
@@ -182,32 +182,50 @@ $(TEST_STAMP): requirements-test.txt $(AWS_STAMP) | $(STAMP)
 # Every test, on every core: pytest-xdist spreads the pure tests over the cores, while the tests
 # that start pods, network namespaces, containers or MPI ranks form one group (tests/conftest.py)
 # that a single worker runs one after another. One pytest run, one summary line.
+# Two targets share the recipe below:
+# - `make test`, the gate, under 12 minutes on a fresh 2-core machine: every test but those
+#   that train a framework beyond the core's Chainer, with the core, aws, images, test and docs
+#   extras and the images of the core (CORE_IMAGES);
+# - `make test-frameworks`: the PyTorch, TensorFlow, XGBoost, PaddlePaddle and JAX examples
+#   trained as processes and in their images (every extra, every CPU image). CI runs both.
 # Nothing waits for what it does not need (a fresh machine took 19 min one step after another):
-# - the CPU images (`make container-images`, minutes) build in the background from the moment
-#   the core and the engine settings exist, in their own process group, two at a time (most
-#   of a build waits on downloads), the whole output in IMAGE_LOG (a line on the terminal as
-#   each image is ready), the exit status in IMAGE_LOG.rc; a test that runs an image waits
-#   for it (tests/image_builds.py);
+# - the images (minutes) build in the background from the moment the core and the engine
+#   settings exist, in their own process group, two at a time (most of a build waits on
+#   downloads), the whole output in IMAGE_LOG (a line on the terminal as each image is ready),
+#   the exit status in IMAGE_LOG.rc; a test that runs an image waits for it
+#   (tests/image_builds.py);
 # - the docs site, the release artefacts and the static checks run beside the tests (no test
 #   reads what they write), their output in CHECKS_LOG, shown when they end;
 # - the 20 slowest tests are listed, to see what the serial group spends its time on.
 # Whatever ends the recipe (a failure, Ctrl-C) stops the builds too.
+# The images whose examples run on the core install (tests/conftest.py, core_images).
+CORE_IMAGES := trainjobs/chainer:7.8.1 trainjobs/chainermn:7.8.1
 IMAGE_LOG := out/engine/build-logs/make-test.log
 CHECKS_LOG := out/test-checks.log
-test: setup engine-settings registry-deps
-	@rm -f $(IMAGE_LOG) $(IMAGE_LOG).rc; mkdir -p $(dir $(IMAGE_LOG)); builds=; \
+test: SUITE_SETUP := setup-aws setup-images setup-test setup-docs
+test: SUITE_IMAGES := $(CORE_IMAGES)
+test: SUITE_MARKERS := not frameworks
+test: SUITE_CHECKS := docs dist checks
+test-frameworks: SUITE_SETUP := setup-all
+test-frameworks: SUITE_IMAGES :=
+test-frameworks: SUITE_MARKERS := frameworks
+test-frameworks: SUITE_CHECKS :=
+test test-frameworks: setup engine-settings registry-deps
+	@rm -f $(IMAGE_LOG) $(IMAGE_LOG).rc; mkdir -p $(dir $(IMAGE_LOG)); builds=; checks=; \
 	trap '[ -z "$$builds" ] || kill -- -$$builds 2>/dev/null' EXIT; \
 	if $(HAVE_ENGINE); then \
-		echo "[images] building the CPU images in the background: $(IMAGE_LOG)"; \
-		setsid sh -c '{ $(BIN)/trainjobs images build --jobs 2 2>&1; echo $$? >$(IMAGE_LOG).part; } \
+		echo "[images] building $(or $(SUITE_IMAGES),the CPU images) in the background: $(IMAGE_LOG)"; \
+		setsid sh -c '{ $(BIN)/trainjobs images build --jobs 2 $(SUITE_IMAGES) 2>&1; echo $$? >$(IMAGE_LOG).part; } \
 			| tee $(IMAGE_LOG) | grep --line-buffered -E "^\[images\] [^ ]+: (built in|up to date|imported)|^error"; \
 			mv $(IMAGE_LOG).part $(IMAGE_LOG).rc' & \
 		builds=$$!; export TRAINJOBS_TEST_IMAGE_LOG=$(CURDIR)/$(IMAGE_LOG); \
 	fi; \
-	$(MAKE) --no-print-directory setup-all || exit; \
-	$(MAKE) --no-print-directory docs dist checks >$(CHECKS_LOG) 2>&1 & checks=$$!; \
-	$(BIN)/pytest -q -n auto --dist loadgroup --durations=20; tested=$$?; \
-	wait $$checks; checked=$$?; cat $(CHECKS_LOG); \
+	$(MAKE) --no-print-directory $(SUITE_SETUP) || exit; \
+	if [ -n "$(SUITE_CHECKS)" ]; then \
+		$(MAKE) --no-print-directory $(SUITE_CHECKS) >$(CHECKS_LOG) 2>&1 & checks=$$!; \
+	fi; \
+	$(BIN)/pytest -q -n auto --dist loadgroup --durations=20 -m "$(SUITE_MARKERS)"; tested=$$?; \
+	checked=0; [ -z "$$checks" ] || { wait $$checks; checked=$$?; cat $(CHECKS_LOG); }; \
 	[ $$tested = 0 ] && [ $$checked = 0 ] || exit 1; \
 	[ -z "$$builds" ] || { wait $$builds; [ "$$(cat $(IMAGE_LOG).rc)" = 0 ]; }
 

@@ -63,10 +63,28 @@ one group that a single worker runs one after another, as they would run alone, 
 pure tests spread over the workers (:func:`pytest_xdist_make_scheduler`)."""
 
 
+FRAMEWORKS = "frameworks"
+"""The marker of tests that train a framework beyond the core's Chainer (PyTorch, TensorFlow,
+XGBoost, PaddlePaddle, JAX): they need its extra (`make setup-all`) or its image. `make test`
+leaves them out (`-m "not frameworks"`) to stay a quick gate on a fresh machine, and builds
+only :func:`core_images`; `make test-frameworks` runs them, and CI runs both. A test needing
+an image beyond the core's gets the marker from its ``needs_images``; a test running such an
+example as processes says so itself."""
+
+
+def core_images() -> list[str]:
+    """The CPU images whose local runs need the core install alone (`make setup`)."""
+    return [image.reference for image in cpu_images() if image.local_setup == "make setup"]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    core = set(core_images())
     for item in items:
         if item.nodeid.startswith(SERIAL):
             item.add_marker(pytest.mark.serial)
+        images = item.get_closest_marker(MARKER)
+        if images is not None and not core.issuperset(images.args or ["every image"]):
+            item.add_marker(FRAMEWORKS)
     # The serial worker runs what needs no image first, then each test once the image it
     # needs was built: `make test` builds them beside the suite in this order
     # (tests/image_builds.py); a stable sort keeps the rest in collection order.

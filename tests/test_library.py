@@ -417,7 +417,8 @@ def test_make_test_runs_the_type_checker():
         return makefile.split(f"\n{target}:", 1)[1].split("\n\n", 1)[0]
 
     # Beside the tests, with the docs site and the release artefacts.
-    assert "$(MAKE) --no-print-directory docs dist checks " in recipe("test")
+    assert "\ntest: SUITE_CHECKS := docs dist checks\n" in makefile
+    assert "$(MAKE) --no-print-directory $(SUITE_CHECKS) " in recipe("test test-frameworks")
     assert "\t$(BIN)/python -m mypy" in recipe("checks")
 
 

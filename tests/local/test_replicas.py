@@ -26,8 +26,10 @@ from trainjobs.local.kubectl import REGISTRY_ENV
 
 PYTORCH_EXAMPLE = REPO / "jobs" / "pytorch-mnist.yaml"
 TF_EXAMPLE = REPO / "jobs" / "tf-mnist.yaml"
-SHELL_IMAGE = "trainjobs/tensorflow:2.20.0-cpu"
-"""Any declared image runs shell scripts; this one is the TFJob example's."""
+SHELL_IMAGE = "trainjobs/chainer:7.8.1"
+"""Any declared image runs shell scripts; this one runs on the core install alone."""
+frameworks = pytest.mark.frameworks
+"""Trains the PyTorch or TensorFlow example: `make test-frameworks` runs these."""
 
 needs_pod_network = pytest.mark.skipif(
     network.netns_available() is not None,
@@ -86,6 +88,7 @@ def pytorch_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     return Run(PYTORCH_EXAMPLE, tmp_path_factory.mktemp("pytorch") / "run")
 
 
+@frameworks
 def test_pytorch_example_succeeds_and_exits_0(pytorch_run: Run) -> None:
     summary = pytorch_run.summary
 
@@ -105,6 +108,7 @@ def test_pytorch_example_succeeds_and_exits_0(pytorch_run: Run) -> None:
     assert (summary["attempts"], summary["jobs"]["pytorch-mnist-worker-0"]["attempts"]) == (1, 1)
 
 
+@frameworks
 def test_pytorch_pods_resolve_each_others_addresses_so_c10d_does_not_warn(
     pytorch_run: Run,
 ) -> None:
@@ -113,6 +117,7 @@ def test_pytorch_pods_resolve_each_others_addresses_so_c10d_does_not_warn(
     assert not [line for line in pytorch_run.pod_log("pytorch-mnist-master-0") if "[c10d]" in line]
 
 
+@frameworks
 def test_pytorch_example_trains_over_two_ranks_to_at_least_90_percent(pytorch_run: Run) -> None:
     master = pytorch_run.pod_log("pytorch-mnist-master-0")
     accuracy = [line for line in master if line.startswith("final validation accuracy: ")]
@@ -124,6 +129,7 @@ def test_pytorch_example_trains_over_two_ranks_to_at_least_90_percent(pytorch_ru
     assert float(accuracy[0].rpartition(" ")[2]) >= 0.90
 
 
+@frameworks
 def test_pytorch_example_leaves_nothing_behind(pytorch_run: Run) -> None:
     assert leaks(pytorch_run) == []
     assert pytorch_run.summary["leftovers"] == []
@@ -140,6 +146,7 @@ def tf_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     return Run(TF_EXAMPLE, tmp_path_factory.mktemp("tf") / "run")
 
 
+@frameworks
 def test_tf_example_succeeds_when_the_chief_does(tf_run: Run) -> None:
     summary = tf_run.summary
 
@@ -151,6 +158,7 @@ def test_tf_example_succeeds_when_the_chief_does(tf_run: Run) -> None:
     )
 
 
+@frameworks
 def test_tf_example_trains_with_parameter_servers_to_at_least_90_percent(tf_run: Run) -> None:
     chief = tf_run.pod_log("tf-mnist-chief-0")
     accuracy = [line for line in chief if line.startswith("final validation accuracy: ")]
@@ -160,6 +168,7 @@ def test_tf_example_trains_with_parameter_servers_to_at_least_90_percent(tf_run:
     assert float(accuracy[0].rpartition(" ")[2]) >= 0.90
 
 
+@frameworks
 @pytest.mark.parametrize(
     ("pod", "task"),
     [
@@ -173,6 +182,7 @@ def test_tf_servers_serve_the_task_their_tf_config_names(tf_run: Run, pod: str, 
     assert f"serving {task} at grpc://{address}" in tf_run.pod_log(pod)
 
 
+@frameworks
 def test_tf_servers_are_stopped_when_the_chief_succeeds(tf_run: Run) -> None:
     assert (
         "[trainjobs] stopping the pods of Job tf-mnist-chief-0, tf-mnist-worker-0, "
@@ -186,6 +196,7 @@ def test_tf_servers_are_stopped_when_the_chief_succeeds(tf_run: Run) -> None:
     }
 
 
+@frameworks
 def test_tf_example_leaves_nothing_behind(tf_run: Run) -> None:
     assert leaks(tf_run) == []
     assert tf_run.summary["leftovers"] == []
@@ -471,6 +482,7 @@ def container_processes(run_dir: Path, pod: str, program: str) -> list[int]:
 
 
 @needs_pod_network
+@frameworks
 def test_the_torchrun_example_trains_over_two_nodes(tmp_path: Path) -> None:
     run = Run(ELASTIC_EXAMPLE, tmp_path / "run")
 
@@ -489,6 +501,7 @@ def test_the_torchrun_example_trains_over_two_nodes(tmp_path: Path) -> None:
 
 
 @needs_pod_network
+@frameworks
 def test_a_torchrun_node_killed_mid_run_is_restarted_and_rejoins_the_group(tmp_path: Path) -> None:
     document = yaml.safe_load(ELASTIC_EXAMPLE.read_text())
     worker = document["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]

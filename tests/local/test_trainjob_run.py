@@ -10,6 +10,9 @@ from tests.conftest import REPO
 from tests.local.runs import Run, leaks
 from trainjobs.local import network
 
+pytestmark = pytest.mark.frameworks
+"""Needs a framework extra beyond the core: `make test-frameworks` runs this module."""
+
 EXAMPLE = REPO / "jobs" / "trainjob-torch.yaml"
 
 

@@ -13,6 +13,9 @@ from tests.conftest import REPO
 from tests.local.runs import Run, leaks
 from trainjobs.local import network
 
+pytestmark = pytest.mark.frameworks
+"""Needs a framework extra beyond the core: `make test-frameworks` runs this module."""
+
 # example -> (the pod that prints the result, the pods, the accuracy its header states)
 EXAMPLES = {
     "xgboost-digits": (
