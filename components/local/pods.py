@@ -142,18 +142,24 @@ class Sandbox:
         if self.netns is None:
             return
         enter = ["ip", "netns", "exec", self.netns, "unshare", "--uts", "--"]
+        # Its output goes to a pipe of its own, never the run's stdout or stderr: a sandbox
+        # outliving the run (SIGKILLed) would hold those open, and whoever reads the run's
+        # output (a pipe, a CI log) would wait for it.
         self.process = subprocess.Popen(
             [*enter, "sh", "-c", _SANDBOX_SCRIPT, self.hostname],
             env=self.env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         assert self.process.stdout is not None
         # Containers may only enter once the namespaces exist and the hostname is set.
-        if self.process.stdout.readline() != b"ready\n":
+        said = self.process.stdout.readline()
+        if said != b"ready\n":
             code = self.process.wait()
-            raise RuntimeError(f"pod {self.pod}: sandbox failed to start (exit code {code})")
+            reason = said.decode(errors="replace").strip() or f"exit code {code}"
+            raise RuntimeError(f"pod {self.pod}: sandbox failed to start ({reason})")
         self.process.stdout.close()
         self.starttime = process_start_time(self.process.pid)
 

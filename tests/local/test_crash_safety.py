@@ -4,6 +4,7 @@ leave the output flowing, bad run directories are refused in one line."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -319,12 +320,56 @@ def test_a_state_directory_another_user_owns_is_refused(tmp_path, monkeypatch, c
     )
 
 
+@needs_pod_network
+def test_the_sandbox_a_killed_run_left_holds_none_of_its_output_open(tmp_path):
+    """Whoever reads a run's output (a pipe, a CI log) sees it end when the run ends, even
+    SIGKILLed: the pod sandboxes it leaves for `trainjobs clean` hold neither stream."""
+    job = quick_job(tmp_path / "quick.yaml", command=("sleep", "120"))
+    started = subprocess.Popen(
+        [*TRAINJOBS, "run", str(job), "--run-dir", str(tmp_path / "run")],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while "sleep\x00120\x00" not in children_commands(started.pid):
+            assert time.monotonic() < deadline and started.poll() is None
+            time.sleep(0.1)
+        started.kill()
+        out, err = started.communicate(timeout=10)
+        assert (started.returncode, out.splitlines()[-1], err) == (
+            -signal.SIGKILL,
+            "[trainjobs] pod quick-master: attempt 1 of at most 7",
+            "",
+        )
+    finally:
+        started.kill()
+        subprocess.run([*TRAINJOBS, "clean"], cwd=REPO, capture_output=True, check=False)
+
+
+def children_commands(pid: int) -> list[str]:
+    """The command lines (NUL-separated, as /proc has them) of ``pid``'s child processes."""
+    commands = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            # After the command's closing parenthesis: the state, then the parent's PID.
+            if stat.read_text().rsplit(")", 1)[1].split()[1] == str(pid):
+                commands.append((stat.parent / "cmdline").read_text())
+    return commands
+
+
 READY_THEN_RUN = (
-    "import os, runpy; os.write({fd}, b'ready'); os.close({fd}); "
+    "import os, runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "os.write({fd}, b'ready'); os.close({fd}); "
     "runpy.run_module('trainjobs.cli', run_name='__main__', alter_sys=True)"
 )
 """`python -m trainjobs.cli`, saying first that the interpreter is up (its own start-up, before
-any trainjobs code runs, is no part of what is tested; on a loaded machine it takes seconds)."""
+any trainjobs code runs, is no part of what is tested; on a loaded machine it takes seconds).
+Ctrl-C is set up as a terminal's shell leaves it, whatever the suite inherited: a suite
+started in the background of a script (`make test &`) inherits SIGINT ignored, and so would
+the run, until it installs its own handlers."""
 
 
 def python_then(fd: int) -> list[str]:
@@ -359,7 +404,10 @@ def test_ctrl_c_in_the_first_seconds_exits_130_in_one_line_leaving_nothing(tmp_p
             text=True,
         ).stdout
         started.kill()
-        out, _ = started.communicate()
+        try:
+            out, _ = started.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            out = "(held open by a process the run left)"
         subprocess.run([*TRAINJOBS, "clean"], cwd=REPO, capture_output=True, check=False)
         pytest.fail(f"no exit 60 s after SIGINT; the processes:\n{tree}\nits output:\n{out}")
 
