@@ -64,7 +64,7 @@ pure tests spread over the workers (:func:`pytest_xdist_make_scheduler`)."""
 
 
 FRAMEWORKS = "frameworks"
-"""The marker of tests that train a framework beyond the core's Chainer (PyTorch, TensorFlow,
+"""The marker of tests that run a framework beyond the core's Chainer (PyTorch, TensorFlow,
 XGBoost, PaddlePaddle, JAX): they need its extra (`make setup-all`) or its image. `make test`
 leaves them out (`-m "not frameworks"`) to stay a quick gate on a fresh machine, and builds
 only :func:`core_images`; `make test-frameworks` runs them, and CI runs both. A test needing

@@ -47,6 +47,8 @@ def kubeflow_simple(command: list[str], **container: Any) -> dict[str, Any]:
 
 MNIST = ["python3", "/opt/pytorch-mnist/mnist.py", "--epochs=1"]
 AS_PYTORCH = ("--map-image", f"{KUBEFLOW_IMAGE}=trainjobs/pytorch:2.13.0-cpu")
+frameworks = pytest.mark.frameworks
+"""Runs Kubeflow's PyTorch example as trainjobs' PyTorch image: needs the pytorch extra."""
 
 
 def write(path: Path, document: dict[str, Any]) -> Path:
@@ -70,6 +72,7 @@ def test_the_script_an_interpreter_runs_is_found(argv: list[str], index: int | N
     assert script_index(argv) == index
 
 
+@frameworks
 def test_a_process_run_refuses_the_in_image_script_before_any_pod(tmp_path: Path):
     """Mapped to a declared image that lacks the script: refused before any pod, in one line,
     nothing retried and nothing created (how soon: bench/in_image_refusal.py)."""
@@ -87,6 +90,7 @@ def test_a_process_run_refuses_the_in_image_script_before_any_pod(tmp_path: Path
     assert not (tmp_path / "run").exists()
 
 
+@frameworks
 def test_a_program_named_by_an_absent_in_image_path_is_refused(tmp_path: Path):
     job = kubeflow_simple(["/opt/venv/bin/train", "--epochs=1"])
     run = Run(write(tmp_path / "job.yaml", job), tmp_path / "run", *AS_PYTORCH)
@@ -98,6 +102,7 @@ def test_a_program_named_by_an_absent_in_image_path_is_refused(tmp_path: Path):
     )
 
 
+@frameworks
 def test_a_script_on_a_volume_is_left_to_the_volume(tmp_path: Path):
     """The script is on an emptyDir the job fills: not refused up front (it fails at run
     time, as on a cluster)."""

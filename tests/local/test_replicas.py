@@ -29,7 +29,7 @@ TF_EXAMPLE = REPO / "jobs" / "tf-mnist.yaml"
 SHELL_IMAGE = "trainjobs/chainer:7.8.1"
 """Any declared image runs shell scripts; this one runs on the core install alone."""
 frameworks = pytest.mark.frameworks
-"""Trains the PyTorch or TensorFlow example: `make test-frameworks` runs these."""
+"""Runs the PyTorch or TensorFlow example or image: `make test-frameworks` runs these."""
 
 needs_pod_network = pytest.mark.skipif(
     network.netns_available() is not None,
@@ -350,6 +350,7 @@ def test_restart_policy_never_fails_the_job_on_the_first_failure(tmp_path: Path)
 
 
 @needs_pod_network  # elsewhere the fix named is to install iproute2, or to run as root
+@frameworks
 def test_replicas_reached_by_their_service_names_are_refused_on_the_loopback_network(
     tmp_path: Path,
 ) -> None:

@@ -97,6 +97,7 @@ def test_a_patched_containers_fields_trainer_has_no_place_for_are_warned_and_not
     ]
 
 
+@pytest.mark.frameworks  # a local run of the torch runtime needs the pytorch extra
 def test_a_privileged_container_given_through_a_runtime_patch_is_refused_by_a_local_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):
