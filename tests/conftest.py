@@ -85,10 +85,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         images = item.get_closest_marker(MARKER)
         if images is not None and not core.issuperset(images.args or ["every image"]):
             item.add_marker(FRAMEWORKS)
-    # The serial worker runs what needs no image first, then each test once the image it
-    # needs was built: `make test` builds them beside the suite in this order
-    # (tests/image_builds.py); a stable sort keeps the rest in collection order.
-    items.sort(key=_build_order)
+    # The serial group comes first, so that one worker starts on it at once (pytest-xdist
+    # hands out groups in the order of their first test; the group is the longest, and the
+    # pure tests fill the other worker meanwhile). Its worker runs what needs no image first,
+    # then each test once the image it needs was built: `make test` builds them beside the
+    # suite in this order (tests/image_builds.py); a stable sort keeps the rest in
+    # collection order.
+    items.sort(key=lambda item: (not item.nodeid.startswith(SERIAL), _build_order(item)))
 
 
 def _build_order(item: pytest.Item) -> int:

@@ -76,3 +76,20 @@ def test_the_gate_runs_only_core_images_and_the_other_tier_each_framework(tmp_pa
         "tests/local/test_replicas.py::test_exit_code_1_in_a_worker_fails_the_whole_job_at_once"
         "_without_retry"
     ) in gate
+
+
+def test_the_serial_group_is_collected_first_so_a_worker_starts_on_it_at_once():
+    listed = subprocess.run(
+        [
+            *(sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"),
+            *("tests/test_layout.py", "tests/local/test_history.py"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    modules = [line.split("::")[0] for line in listed if "::" in line]
+    history = modules.count("tests/local/test_history.py")
+    assert history > 0 and modules.count("tests/test_layout.py") > 0
+    assert set(modules[:history]) == {"tests/local/test_history.py"}
