@@ -77,6 +77,10 @@ def core_images() -> list[str]:
     return [image.reference for image in cpu_images() if image.local_setup == "make setup"]
 
 
+ENGINE = ("tests/engines/test_engines.py", "tests/images/test_build.py", "tests/local/container/")
+"""The serial tests that call the container engine."""
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     core = set(core_images())
     for item in items:
@@ -87,11 +91,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(FRAMEWORKS)
     # The serial group comes first, so that one worker starts on it at once (pytest-xdist
     # hands out groups in the order of their first test; the group is the longest, and the
-    # pure tests fill the other worker meanwhile). Its worker runs what needs no image first,
-    # then each test once the image it needs was built: `make test` builds them beside the
-    # suite in this order (tests/image_builds.py); a stable sort keeps the rest in
-    # collection order.
-    items.sort(key=lambda item: (not item.nodeid.startswith(SERIAL), _build_order(item)))
+    # pure tests fill the other worker meanwhile). Its worker runs what needs no engine
+    # first, then the engine's tests, each once the image it needs was built: `make test`
+    # builds them beside the suite in this order (tests/image_builds.py), and even a test
+    # that runs no image waits while a build holds the engine's storage lock (70 s once). A
+    # stable sort keeps the rest in collection order.
+    items.sort(
+        key=lambda item: (
+            not item.nodeid.startswith(SERIAL),
+            item.nodeid.startswith(ENGINE),
+            _build_order(item),
+        )
+    )
 
 
 def _build_order(item: pytest.Item) -> int:

@@ -93,3 +93,22 @@ def test_the_serial_group_is_collected_first_so_a_worker_starts_on_it_at_once():
     history = modules.count("tests/local/test_history.py")
     assert history > 0 and modules.count("tests/test_layout.py") > 0
     assert set(modules[:history]) == {"tests/local/test_history.py"}
+
+
+def test_the_serial_worker_reaches_the_engine_after_the_process_runs():
+    """While `make test` builds images beside the suite, the engine's storage lock stalls
+    even a test that runs no image: the serial worker gets there last."""
+    listed = subprocess.run(
+        [
+            *(sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"),
+            *("tests/engines/test_engines.py", "tests/local/test_history.py"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    modules = [line.split("::")[0] for line in listed if "::" in line]
+    history = modules.count("tests/local/test_history.py")
+    assert history > 0 and modules.count("tests/engines/test_engines.py") > 0
+    assert set(modules[:history]) == {"tests/local/test_history.py"}
