@@ -36,6 +36,8 @@ class Exchange:
         self.answers: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=8)
         self.stopped = threading.Event()
         self.response: Any = None
+        self.released = False
+        """The response was read to its end and its connection is back in the pool."""
         self._lock = threading.Lock()
         thread = threading.Thread(
             target=self._run, args=(manager, args, kwargs), daemon=True, name="api-request"
@@ -63,9 +65,10 @@ class Exchange:
         with self._lock:
             self.response = response
             if self.stopped.is_set():
-                self._close()
+                self._discard()
                 return
         if not self._put("response", response):
+            self._discard()
             return
         try:
             while not self.stopped.is_set():
@@ -73,12 +76,19 @@ class Exchange:
                 if not chunk:
                     break
                 if not self._put("data", chunk):
+                    self._discard()
                     return
         except Exception as error:
+            self._discard()
             self._put("error", error)
             return
-        with contextlib.suppress(Exception):
-            response.release_conn()  # read to its end: the connection can serve again
+        with self._lock:
+            if self.stopped.is_set():
+                self._discard()
+                return
+            self.released = True
+            with contextlib.suppress(Exception):
+                response.release_conn()  # read to its end: the connection can serve again
         self._put("end", None)
 
     def next(self, deadline: float) -> tuple[str, Any]:
@@ -90,17 +100,23 @@ class Exchange:
             return "late", None
 
     def stop(self) -> None:
-        """Give up the request: its socket is shut, so a blocked read returns now."""
+        """Give up the request: its socket is shut, so a blocked read returns now. Only the
+        request's own thread closes the connection and hands it back to the pool: handed
+        back from here, it could be serving the next request by the time the reader's
+        clean-up closed it (a watch's end, then the scale-down PATCH on the same connection:
+        urllib3 closes a response's connection when a read of it fails)."""
         self.stopped.set()
         with self._lock:
-            self._close()
+            if self.response is not None and not self.released:
+                with contextlib.suppress(Exception):
+                    self.response.shutdown()
 
-    def _close(self) -> None:
-        if self.response is not None:
-            with contextlib.suppress(Exception):
-                self.response.shutdown()
-            with contextlib.suppress(Exception):
-                self.response.release_conn()
+    def _discard(self) -> None:
+        """In the request's thread: a response not read to its end never serves again."""
+        with contextlib.suppress(Exception):
+            self.response.close()
+        with contextlib.suppress(Exception):
+            self.response.release_conn()  # a closed connection back: the pool keeps its size
 
 
 def read_all(exchange: Exchange, deadline: float, what: str, seconds: float) -> bytes:

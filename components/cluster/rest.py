@@ -207,6 +207,9 @@ class _Response:
         if self.connection.sock is not None:
             self.connection.sock.shutdown(socket.SHUT_RDWR)
 
+    def close(self) -> None:
+        self.connection.close()
+
     def release_conn(self) -> None:
         self.connection.close()
 
