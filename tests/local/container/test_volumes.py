@@ -43,7 +43,7 @@ def test_an_empty_dir_holds_no_more_than_its_size_limit(tmp_path: Path):
 
     run = Run(write_job(tmp_path / "job.yaml", job), tmp_path / "run", *CONTAINER)
 
-    assert run.exit_code == 0
+    assert run.exit_code == 0, run.output
     assert run.pod_log("limited-master-0") == ["dd exit 1", "10485760"]
     assert left_by(run) == []
 
@@ -54,7 +54,7 @@ def test_empty_dir_contents_device_nodes_included_go_with_the_run(tmp_path: Path
 
     run = Run(write_job(tmp_path / "job.yaml", job), tmp_path / "run", *CONTAINER)
 
-    assert run.exit_code == 0
+    assert run.exit_code == 0, run.output
     assert run.pod_log("leaves-master-0") == ["started"]
     pod = tmp_path / "run" / "pods" / "leaves-master-0"
     assert sorted(path.name for path in (pod / "volumes").iterdir()) == []
