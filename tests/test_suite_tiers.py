@@ -78,18 +78,23 @@ def test_the_gate_runs_only_core_images_and_the_other_tier_each_framework(tmp_pa
     ) in gate
 
 
-def test_the_serial_group_is_collected_first_so_a_worker_starts_on_it_at_once():
+def collection_order(*paths: str) -> list[str]:
+    """The module of each test ``pytest --collect-only`` lists, in its order."""
     listed = subprocess.run(
         [
             *(sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"),
-            *("tests/test_layout.py", "tests/local/test_history.py"),
+            *paths,
         ],
         cwd=REPO,
         capture_output=True,
         text=True,
         check=True,
     ).stdout.splitlines()
-    modules = [line.split("::")[0] for line in listed if "::" in line]
+    return [line.split("::")[0] for line in listed if "::" in line]
+
+
+def test_the_serial_group_is_collected_first_so_a_worker_starts_on_it_at_once():
+    modules = collection_order("tests/test_layout.py", "tests/local/test_history.py")
     history = modules.count("tests/local/test_history.py")
     assert history > 0 and modules.count("tests/test_layout.py") > 0
     assert set(modules[:history]) == {"tests/local/test_history.py"}
@@ -98,17 +103,7 @@ def test_the_serial_group_is_collected_first_so_a_worker_starts_on_it_at_once():
 def test_the_serial_worker_reaches_the_engine_after_the_process_runs():
     """While `make test` builds images beside the suite, the engine's storage lock stalls
     even a test that runs no image: the serial worker gets there last."""
-    listed = subprocess.run(
-        [
-            *(sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"),
-            *("tests/engines/test_engines.py", "tests/local/test_history.py"),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
-    modules = [line.split("::")[0] for line in listed if "::" in line]
+    modules = collection_order("tests/engines/test_engines.py", "tests/local/test_history.py")
     history = modules.count("tests/local/test_history.py")
     assert history > 0 and modules.count("tests/engines/test_engines.py") > 0
     assert set(modules[:history]) == {"tests/local/test_history.py"}
