@@ -15,6 +15,8 @@ waited for: a container run builds the declared images it misses itself.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -64,3 +66,33 @@ def wait_if_building(references: tuple[str, ...]) -> None:
     log = os.environ.get(LOG_ENV)
     if log:
         wait_for_images(references, Path(log))
+
+
+_PROBE = """
+def pytest_collection_finish(session):
+    for item in session.items:
+        marker = item.get_closest_marker("needs_images")
+        needs = "-" if marker is None else ",".join(marker.args) or "*"
+        print(f"collected {item.nodeid}\\t{needs}")
+"""
+
+
+def collected_needs(probe_dir: Path, *pytest_args: str) -> dict[str, str]:
+    """Test id -> the images it needs ("-" none, "*" every one), in the order
+    ``pytest --collect-only *pytest_args`` lists the tests (the probe plugin is written to
+    ``probe_dir``)."""
+    repo = Path(__file__).resolve().parent.parent
+    (probe_dir / "needs_probe.py").write_text(_PROBE, encoding="utf-8")
+    listed = subprocess.run(
+        [
+            *(sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "needs_probe"),
+            *("-p", "no:cacheprovider", *pytest_args),
+        ],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(probe_dir), str(repo)])},
+    ).stdout.splitlines()
+    pairs = (line.removeprefix("collected ").split("\t") for line in listed if "\t" in line)
+    return {test_id: needs for test_id, needs in pairs}

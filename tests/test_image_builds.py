@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
-from tests.image_builds import status_path, wait_for_images
+from tests.image_builds import collected_needs, status_path, wait_for_images
 from trainjobs.images.builder import cpu_images
 
 CHAINER = "trainjobs/chainer:7.8.1"
@@ -79,31 +75,9 @@ def test_a_failed_build_fails_the_test_with_the_end_of_its_log(tmp_path: Path):
     )
 
 
-PROBE = """
-def pytest_collection_finish(session):
-    for item in session.items:
-        marker = item.get_closest_marker("needs_images")
-        needs = "-" if marker is None else ",".join(marker.args) or "*"
-        print("collected", item.nodeid, needs)
-"""
-
-
 def test_the_serial_group_runs_what_needs_no_image_first_then_in_build_order(tmp_path: Path):
-    (tmp_path / "order_probe.py").write_text(PROBE, encoding="utf-8")
     modules = ["tests/local/container/test_runtime.py", "tests/images/test_build.py"]
-    listed = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "order_probe", *modules],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])},
-    ).stdout.splitlines()
-    collected = [
-        line.removeprefix("collected ").rsplit(" ", 1)
-        for line in listed
-        if line.startswith("collected ")
-    ]
+    collected = [[test_id, needs] for test_id, needs in collected_needs(tmp_path, *modules).items()]
     order = [image.reference for image in cpu_images()]
 
     def position(needs: str) -> int:

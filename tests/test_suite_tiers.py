@@ -3,22 +3,13 @@ the images its own tests run; `make test-frameworks` runs the rest (tests/confte
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.conftest import REPO, core_images
+from tests.image_builds import collected_needs
 from trainjobs.images.builder import cpu_images
 
-PROBE = """
-def pytest_collection_finish(session):
-    for item in session.items:
-        marker = item.get_closest_marker("needs_images")
-        needs = "-" if marker is None else ",".join(marker.args) or "*"
-        print(f"collected {item.nodeid}\t{needs}")
-"""
 MODULES = (
     "tests/local/container/test_runtime.py",
     "tests/local/container/test_xgboost_paddle_jax.py",
@@ -29,20 +20,7 @@ MODULES = (
 
 def collected(tmp_path: Path, markers: str) -> dict[str, str]:
     """Test id -> the images it needs ("-" none, "*" every one), as `pytest -m MARKERS` picks."""
-    (tmp_path / "tier_probe.py").write_text(PROBE, encoding="utf-8")
-    listed = subprocess.run(
-        [
-            *(sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "tier_probe"),
-            *("-p", "no:cacheprovider", "-m", markers, *MODULES),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])},
-    ).stdout.splitlines()
-    pairs = (line.removeprefix("collected ").split("\t") for line in listed if "\t" in line)
-    return {test_id: needs for test_id, needs in pairs}
+    return collected_needs(tmp_path, "-m", markers, *MODULES)
 
 
 def test_make_test_builds_exactly_the_images_of_the_core():
@@ -78,32 +56,24 @@ def test_the_gate_runs_only_core_images_and_the_other_tier_each_framework(tmp_pa
     ) in gate
 
 
-def collection_order(*paths: str) -> list[str]:
+def collection_order(tmp_path: Path, *paths: str) -> list[str]:
     """The module of each test ``pytest --collect-only`` lists, in its order."""
-    listed = subprocess.run(
-        [
-            *(sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"),
-            *paths,
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
-    return [line.split("::")[0] for line in listed if "::" in line]
+    return [test_id.split("::")[0] for test_id in collected_needs(tmp_path, *paths)]
 
 
-def test_the_serial_group_is_collected_first_so_a_worker_starts_on_it_at_once():
-    modules = collection_order("tests/test_layout.py", "tests/local/test_history.py")
+def test_the_serial_group_is_collected_first_so_a_worker_starts_on_it_at_once(tmp_path: Path):
+    modules = collection_order(tmp_path, "tests/test_layout.py", "tests/local/test_history.py")
     history = modules.count("tests/local/test_history.py")
     assert history > 0 and modules.count("tests/test_layout.py") > 0
     assert set(modules[:history]) == {"tests/local/test_history.py"}
 
 
-def test_the_serial_worker_reaches_the_engine_after_the_process_runs():
+def test_the_serial_worker_reaches_the_engine_after_the_process_runs(tmp_path: Path):
     """While `make test` builds images beside the suite, the engine's storage lock stalls
     even a test that runs no image: the serial worker gets there last."""
-    modules = collection_order("tests/engines/test_engines.py", "tests/local/test_history.py")
+    modules = collection_order(
+        tmp_path, "tests/engines/test_engines.py", "tests/local/test_history.py"
+    )
     history = modules.count("tests/local/test_history.py")
     assert history > 0 and modules.count("tests/engines/test_engines.py") > 0
     assert set(modules[:history]) == {"tests/local/test_history.py"}

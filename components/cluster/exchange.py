@@ -36,8 +36,7 @@ class Exchange:
         self.answers: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=8)
         self.stopped = threading.Event()
         self.response: Any = None
-        self.released = False
-        """The response was read to its end and its connection is back in the pool."""
+        """The open response; None again once it was read to its end and handed back."""
         self._lock = threading.Lock()
         thread = threading.Thread(
             target=self._run, args=(manager, args, kwargs), daemon=True, name="api-request"
@@ -86,9 +85,9 @@ class Exchange:
             if self.stopped.is_set():
                 self._discard()
                 return
-            self.released = True
             with contextlib.suppress(Exception):
                 response.release_conn()  # read to its end: the connection can serve again
+            self.response = None
         self._put("end", None)
 
     def next(self, deadline: float) -> tuple[str, Any]:
@@ -107,7 +106,7 @@ class Exchange:
         urllib3 closes a response's connection when a read of it fails)."""
         self.stopped.set()
         with self._lock:
-            if self.response is not None and not self.released:
+            if self.response is not None:
                 with contextlib.suppress(Exception):
                     self.response.shutdown()
 

@@ -210,8 +210,7 @@ class _Response:
     def close(self) -> None:
         self.connection.close()
 
-    def release_conn(self) -> None:
-        self.connection.close()
+    release_conn = close  # no pool: a connection serves one request
 
 
 def _tls_context(endpoint: Endpoint, files: _PemFiles) -> ssl.SSLContext:
